@@ -1,0 +1,173 @@
+"""LockInDetector: Xu's (2026) spectral lock-in detector on the rolling first-layer update Gram.
+
+After every optimizer step t it pushes ``Delta W_t = W_t - W_{t-1}`` (float64 difference of the
+float32 weights, so it is exact) into a window of the last ``window`` updates, takes the Gram
+eigenvalues sigma_1 >= sigma_2 >= ... (:class:`~grok_lightning.metrics.spectrum.UpdateGramSpectrum`)
+and ``r(t) = sigma_2 / sigma_3``, then
+
+    s(t) = [ln max(r(t), 1e-6) - ln max(r(t - span), 1e-6)] / span        (span = 25)
+
+and fires at the first ``t >= min_epoch`` (100) with ``s(t) > threshold`` (0.04). ``r`` is NaN
+while fewer than 3 updates are held (as in Xu's code), so ``s`` is undefined for t < span + 3.
+With ``persistence = p > 0`` the condition must hold at p + 1 consecutive steps and the fire
+epoch is the step at which it is first confirmed (what an online detector knows); the paper
+uses p = 0.
+
+Steps are counted by ``trainer.global_step``; in the paper's full-batch setup one step is one
+epoch, so step t is the evaluation row "W after t steps". Values computed after step t are
+published by ``on_evaluation_end`` at epoch t under ``lockin_w{window}_*`` keys, so detectors
+with different windows (Xu's sweep 5/10/20/30) coexist on one run; each also has its own
+``state_key``. The fire epoch goes to ``pl_module.record_extras["lockin_fire_epoch_w{window}"]``
+and, for the headline detector (window 20 unless ``headline`` says otherwise), to
+``record_extras["lockin_fire_epoch"]``.
+
+Checkpointing: the window of updates, the ln r history, the persistence counter and the fire
+epoch are in ``state_dict``; ``W_{t-1}`` is not needed because on resume ``on_train_start`` reads
+the restored weights, which are exactly ``W_t`` of the last completed step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+
+from grok_lightning.config import ConfigError, require
+from grok_lightning.metrics.spectrum import UpdateGramSpectrum, spectrum_summary
+
+__all__ = ["LockInDetector", "lockin_key", "slope_fire_epoch"]
+
+
+def lockin_key(window: int, name: str) -> str:
+    """History column of a detector value, e.g. ``lockin_key(20, "ratio23") == "lockin_w20_ratio23"``."""
+    return f"lockin_w{window}_{name}"
+
+
+def slope_fire_epoch(ratio: list[float], span: int = 25, threshold: float = 0.04, min_epoch: int = 100,
+                     persistence: int = 0, clip: float = 1e-6) -> int | None:
+    """Offline version on a per-epoch series ``ratio[t] = r(t)`` (NaN where undefined).
+
+    >>> r = [1.0] * 120 + [math.exp(0.05 * k) for k in range(1, 60)]
+    >>> slope_fire_epoch(r)  # ln r rises at 0.05 per epoch from epoch 120 on
+    140
+    """
+    ln_r = [math.log(max(v, clip)) if v is not None and math.isfinite(v) else math.nan for v in ratio]
+    run = 0
+    for t in range(span, len(ln_r)):
+        slope = (ln_r[t] - ln_r[t - span]) / span
+        run = run + 1 if (t >= min_epoch and slope > threshold) else 0  # NaN compares False
+        if run > persistence:
+            return t
+    return None
+
+
+class LockInDetector(Callback):
+    """Online slope-of-ln(sigma2/sigma3) detector (see module docstring).
+
+    Args:
+        window: number of updates in the Gram (paper 20; sweep 5, 10, 20, 30).
+        slope_span: epochs between the two ln r values of the slope (25).
+        threshold: slope threshold (0.04 per epoch).
+        min_epoch: earliest epoch that may fire (100).
+        persistence: extra consecutive epochs the condition must hold (0 = paper).
+        parameter: name of the tracked parameter in ``pl_module.named_parameters()``.
+        headline: also write ``record_extras["lockin_fire_epoch"]``; default: ``window == 20``.
+        clip: lower clip of r before the log (1e-6, as Xu).
+    """
+
+    def __init__(self, window: int = 20, slope_span: int = 25, threshold: float = 0.04, min_epoch: int = 100,
+                 persistence: int = 0, parameter: str = "model.W.weight", headline: bool | None = None,
+                 clip: float = 1e-6) -> None:
+        require(isinstance(window, int) and window >= 3, "lockin.window", window, "must be an integer >= 3")
+        require(isinstance(slope_span, int) and slope_span >= 1, "lockin.slope_span", slope_span, "must be >= 1")
+        require(isinstance(persistence, int) and persistence >= 0, "lockin.persistence", persistence, "must be >= 0")
+        require(clip > 0, "lockin.clip", clip, "must be > 0")
+        self.window, self.slope_span, self.threshold = window, slope_span, float(threshold)
+        self.min_epoch, self.persistence, self.parameter, self.clip = min_epoch, persistence, parameter, clip
+        self.headline = (window == 20) if headline is None else headline
+        self.spectrum = UpdateGramSpectrum(window=window)
+        self.ln_r: dict[int, float] = {}
+        self.fire_epoch: int | None = None
+        self._run = 0
+        self._last_step: int | None = None
+        self._latest: dict[str, float] = {}
+        self._prev: torch.Tensor | None = None
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(window=self.window, parameter=self.parameter)
+
+    def _param(self, pl_module: LightningModule) -> torch.Tensor:
+        params = dict(pl_module.named_parameters())
+        if self.parameter not in params:
+            raise ConfigError(f"lockin.parameter={self.parameter!r}: must be one of {', '.join(params)}")
+        return params[self.parameter]
+
+    def _publish_extras(self, pl_module: LightningModule) -> None:
+        extras = getattr(pl_module, "record_extras", None)
+        if extras is not None:
+            extras[f"lockin_fire_epoch_w{self.window}"] = self.fire_epoch
+            if self.headline:
+                extras["lockin_fire_epoch"] = self.fire_epoch
+
+    # --- hooks --------------------------------------------------------------------------
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._prev = self._param(pl_module).detach().clone()
+        if self._last_step is None:
+            self._last_step = trainer.global_step
+        self._publish_extras(pl_module)
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs, batch, batch_idx: int) -> None:
+        step = trainer.global_step
+        if step == self._last_step:  # no optimizer step (accumulation / skipped): nothing moved
+            return
+        weight = self._param(pl_module).detach()
+        self.spectrum.update(weight.double() - self._prev.double())
+        self._prev = weight.clone()
+        self._last_step = step
+        self._observe(step, spectrum_summary(self.spectrum.compute()))
+        self._publish_extras(pl_module)
+
+    def _observe(self, step: int, summary: dict[str, float]) -> None:
+        r = summary["ratio23"]
+        self.ln_r[step] = math.log(max(r, self.clip)) if math.isfinite(r) else math.nan
+        earlier = self.ln_r.get(step - self.slope_span, math.nan)
+        slope = (self.ln_r[step] - earlier) / self.slope_span
+        self._run = self._run + 1 if (step >= self.min_epoch and slope > self.threshold) else 0
+        if self.fire_epoch is None and self._run > self.persistence:
+            self.fire_epoch = step
+        self._latest = {**summary, "slope": slope, "step": step}
+
+    def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
+        if self._latest.get("step") == epoch:
+            for name, value in self._latest.items():
+                if name != "step" and math.isfinite(value):
+                    metrics[lockin_key(self.window, name)] = float(value)
+        metrics[lockin_key(self.window, "fired")] = float(self.fire_epoch is not None and self.fire_epoch <= epoch)
+
+    # --- checkpointing ------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        deltas = self.spectrum.deltas
+        return {
+            "window": self.window,
+            "deltas": torch.stack(deltas).cpu() if deltas else None,
+            "ln_r": dict(self.ln_r),
+            "fire_epoch": self.fire_epoch,
+            "run": self._run,
+            "last_step": self._last_step,
+            "latest": dict(self._latest),
+        }
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        require(state_dict.get("window") == self.window, "lockin.window", self.window,
+                f"checkpoint holds window {state_dict.get('window')}")
+        self.spectrum.reset()
+        if state_dict.get("deltas") is not None:
+            for delta in state_dict["deltas"]:
+                self.spectrum.update(delta)
+        self.ln_r = {int(k): float(v) for k, v in state_dict["ln_r"].items()}
+        self.fire_epoch = state_dict["fire_epoch"]
+        self._run = int(state_dict.get("run", 0))
+        self._last_step = state_dict.get("last_step")
+        self._latest = dict(state_dict.get("latest", {}))

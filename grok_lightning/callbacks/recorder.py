@@ -1,0 +1,160 @@
+"""RunRecorder: writes the per-run JSON record (see :mod:`grok_lightning.records`).
+
+The record is written atomically at fit start (status ``running``), after every ``write_every``
+evaluations, and at the end with the final status: ``completed``, ``diverged`` (NaN/Inf loss,
+with its epoch), ``interrupted`` (Ctrl-C / SIGTERM) or ``failed`` (any other exception, with the
+traceback). Its state (the record so far and the elapsed wall time) is saved in checkpoints, so a
+resumed run continues the same history instead of starting a second one.
+
+It also logs the flattened run configuration as TensorBoard hparams with the run's outcome
+(``hp/grok_epoch``, ``hp/final_test_acc``, ...) so runs can be compared in the HPARAMS tab.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+import traceback
+from pathlib import Path
+
+import lightning
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+
+import grok_lightning
+from grok_lightning.records import RECORD_NAME, append_history, new_record, write_json_atomic
+
+__all__ = ["RunRecorder", "flatten"]
+
+HP_METRICS = ("grok_epoch", "final_test_acc", "final_train_acc", "final_test_loss")
+
+
+def flatten(tree: dict, prefix: str = "") -> dict:
+    """Nested dict -> ``{"a/b": scalar}``; lists and other objects become strings.
+
+    >>> flatten({"model": {"lr": 0.001, "betas": [0.9, 0.98]}, "seed": 0})
+    {'model/lr': 0.001, 'model/betas': '[0.9, 0.98]', 'seed': 0}
+    """
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, prefix=f"{name}/"))
+        elif isinstance(value, (int, float, str, bool)) or value is None:
+            flat[name] = "null" if value is None else value
+        else:
+            flat[name] = str(list(value)) if isinstance(value, tuple) else str(value)
+    return flat
+
+
+def _plain(hparams) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(hparams).items()}
+
+
+class RunRecorder(Callback):
+    """Owns the run record.
+
+    Args:
+        record_path: where to write; default ``<trainer.log_dir>/record.json``.
+        run_info: extra top-level config entries (profile, sweep, run id, name...).
+        write_every: write the record every this many evaluations (and always at the end).
+    """
+
+    evaluation_hook_last = True
+
+    def __init__(self, record_path: str | None = None, run_info: dict | None = None, write_every: int = 1):
+        self.record_path = record_path
+        self.run_info = dict(run_info or {})
+        self.write_every = write_every
+        self.record: dict | None = None
+        self._elapsed_before = 0.0
+        self._t0 = time.time()
+        self._evals = 0
+
+    # --- helpers --------------------------------------------------------------------------
+    def _config(self, trainer: Trainer, pl_module: LightningModule) -> dict:
+        model = _plain(pl_module.hparams)
+        datamodule = getattr(trainer, "datamodule", None)
+        data = _plain(datamodule.hparams) if datamodule is not None else {}
+        config = {
+            "wd": model.get("weight_decay", model.get("eta")),
+            "seed": int(os.environ.get("PL_GLOBAL_SEED", 0)),
+            "max_epochs": trainer.max_epochs,
+            "module": type(pl_module).__name__,
+            "model": model,
+            "data": data,
+        }
+        config.update(self.run_info)
+        return config
+
+    def path(self, trainer: Trainer) -> Path:
+        if self.record_path is not None:
+            return Path(self.record_path)
+        return Path(trainer.log_dir or ".") / RECORD_NAME
+
+    def write(self, trainer: Trainer) -> None:
+        self.record["wall_time_s"] = self._elapsed_before + (time.time() - self._t0)
+        write_json_atomic(self.path(trainer), self.record)
+
+    # --- hooks ----------------------------------------------------------------------------
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._t0 = time.time()
+        if self.record is None:
+            config = self._config(trainer, pl_module)
+            self.record = new_record(config, run_id=self.run_info.get("run_id"), name=self.run_info.get("name"))
+            self.record["environment"] = {
+                "grok_lightning": grok_lightning.__version__,
+                "torch": str(torch.__version__),
+                "lightning": str(lightning.__version__),
+                "python": platform.python_version(),
+                "device": str(pl_module.device),
+                "torch_threads": torch.get_num_threads(),
+            }
+            if trainer.logger is not None:
+                trainer.logger.log_hyperparams(flatten(config), {f"hp/{k}": -1.0 for k in HP_METRICS})
+        self.record["status"] = "running"
+        self.write(trainer)
+
+    def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
+        append_history(self.record, epoch, metrics)
+        self.record.update(getattr(pl_module, "record_extras", {}))
+        self._evals += 1
+        if self._evals % self.write_every == 0:
+            self.write(trainer)
+
+    def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        record = self.record
+        record.update(getattr(pl_module, "record_extras", {}))
+        history = record["history"]
+        if history["epoch"]:
+            record["final_epoch"] = history["epoch"][-1]
+            for key in ("train_acc", "test_acc", "train_loss", "test_loss"):
+                if key in history:
+                    record[f"final_{key}"] = history[key][-1]
+        diverged = getattr(pl_module, "diverged_epoch", None)
+        if diverged is not None:
+            record["status"], record["diverged_epoch"] = "diverged", diverged
+        elif record["status"] == "running":
+            record["status"] = "completed"
+        self.write(trainer)
+        if trainer.logger is not None:
+            values = {f"hp/{k}": float(record[k]) if record.get(k) is not None else -1.0 for k in HP_METRICS}
+            trainer.logger.log_metrics(values, step=record["final_epoch"] or 0)
+
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        if self.record is None:
+            return
+        interrupted = isinstance(exception, KeyboardInterrupt) or type(exception).__name__ == "SIGTERMException"
+        self.record["status"] = "interrupted" if interrupted else "failed"
+        self.record["error"] = "".join(traceback.format_exception(exception))[-4000:]
+        self.write(trainer)
+
+    # --- checkpointing --------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        elapsed = self._elapsed_before + (time.time() - self._t0)
+        return {"record": self.record, "elapsed": elapsed}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.record = state_dict.get("record")
+        self._elapsed_before = float(state_dict.get("elapsed", 0.0))

@@ -1,0 +1,154 @@
+"""Modular arithmetic as a LightningDataModule: ``c = a (op) b mod p`` for op in + - x /.
+
+Tokens are ``[a, b, =]`` (T = 3) with vocabulary ``p + 1`` (``=`` is id ``p``); the label is
+read at the last position. Division drops ``b = 0`` and uses the modular inverse
+``b^(p-2) mod p`` (Fermat), so ``p`` must be prime for ``div``.
+
+Why the loader is hand-rolled: the whole dataset is a few thousand integer triples, so it lives
+in two tensors. A stock ``DataLoader`` over a ``TensorDataset`` would collate 512 single items per
+step; instead an epoch-seeded batch sampler yields index tensors and the dataset gathers them in
+one indexing op. Seeding the shuffle by ``(seed, epoch)`` makes data order a function of the
+epoch alone, so a run resumed from a checkpoint sees exactly the batches it would have seen.
+"""
+
+from __future__ import annotations
+
+import os
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from grok_lightning.config import validate_modular_task, require
+
+__all__ = ["ModularArithmeticDataModule", "modular_table"]
+
+
+def modular_table(p: int, operation: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """All ``(a, b)`` pairs and their labels, in row-major order.
+
+    >>> pairs, labels = modular_table(5, "div")
+    >>> pairs.shape, labels[:4].tolist()   # a = 0: 0 / b = 0 for b = 1..4
+    (torch.Size([20, 2]), [0, 0, 0, 0])
+    >>> int(labels[(pairs[:, 0] == 1) & (pairs[:, 1] == 2)])  # 1 / 2 = 3 mod 5 (2 * 3 = 6 = 1)
+    3
+    """
+    a = torch.arange(p).repeat_interleave(p)
+    b = torch.arange(p).repeat(p)
+    if operation == "add":
+        c = (a + b) % p
+    elif operation == "sub":
+        c = (a - b) % p
+    elif operation == "mul":
+        c = (a * b) % p
+    elif operation == "div":
+        keep = b != 0
+        a, b = a[keep], b[keep]
+        inverse = torch.tensor([pow(int(v), p - 2, p) for v in range(p)])
+        c = (a * inverse[b]) % p
+    else:  # validated earlier; kept for direct callers
+        raise ValueError(f"unknown operation {operation!r}")
+    return torch.stack([a, b], dim=1), c
+
+
+class _GatherDataset(Dataset):
+    """``dataset[index_tensor] -> (tokens, labels)`` in one gather (no per-item collation)."""
+
+    def __init__(self, tokens: torch.Tensor, labels: torch.Tensor):
+        self.tokens, self.labels = tokens, labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index):
+        return self.tokens[index], self.labels[index]
+
+
+class _EpochBatchSampler(Sampler):
+    """Yields index tensors of one epoch; the permutation depends only on ``(seed, epoch)``."""
+
+    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int):
+        self.n, self.batch_size, self.shuffle, self.seed = n, batch_size, shuffle, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by Lightning at the start of every epoch
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return (self.n + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        if self.shuffle:
+            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+            order = torch.randperm(self.n, generator=generator)
+        else:
+            order = torch.arange(self.n)
+        yield from order.split(self.batch_size)
+
+
+class ModularArithmeticDataModule(L.LightningDataModule):
+    """Train/test split of the full ``p x p`` operation table.
+
+    Args:
+        p: modulus (97 in the paper).
+        operation: ``add`` | ``sub`` | ``mul`` | ``div``.
+        train_fraction: fraction of all pairs used for training (0.5 in the paper).
+        batch_size: minibatch size (512 in the paper, about 10 steps per epoch at p = 97).
+        full_batch: one step per epoch on the whole training split (overrides ``batch_size``).
+        split_seed: seed of the train/test permutation; ``None`` uses the run seed
+            (``seed_everything``), so each seed also draws its own split, as in the paper.
+        random_labels: the paper's null (Fig. 4): permute the training labels with
+            ``label_seed``; test labels stay true.
+        label_seed: seed of that permutation.
+    """
+
+    def __init__(
+        self,
+        p: int = 97,
+        operation: str = "add",
+        train_fraction: float = 0.5,
+        batch_size: int = 512,
+        full_batch: bool = False,
+        split_seed: int | None = None,
+        random_labels: bool = False,
+        label_seed: int = 0,
+    ):
+        super().__init__()
+        validate_modular_task(p, operation, train_fraction)
+        require(batch_size >= 1, "data.batch_size", batch_size, "must be an integer >= 1")
+        self.save_hyperparameters()
+        self.p, self.operation = p, operation
+        self.vocab_size, self.n_classes = p + 1, p
+        self._ready = False
+
+    @property
+    def run_seed(self) -> int:
+        return int(os.environ.get("PL_GLOBAL_SEED", 0))
+
+    def setup(self, stage: str | None = None) -> None:
+        if self._ready:
+            return
+        hp = self.hparams
+        pairs, labels = modular_table(hp.p, hp.operation)
+        equals = torch.full((len(pairs), 1), hp.p, dtype=torch.long)
+        tokens = torch.cat([pairs, equals], dim=1)
+        split_seed = self.run_seed if hp.split_seed is None else hp.split_seed
+        order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(split_seed))
+        n_train = int(hp.train_fraction * len(labels))
+        train_idx, test_idx = order[:n_train], order[n_train:]
+        self.x_train, self.y_train = tokens[train_idx], labels[train_idx].clone()
+        self.x_test, self.y_test = tokens[test_idx], labels[test_idx]
+        if hp.random_labels:
+            shuffle = torch.randperm(n_train, generator=torch.Generator().manual_seed(hp.label_seed))
+            self.y_train = self.y_train[shuffle]
+        self.split_seed = split_seed
+        self._ready = True
+
+    def train_dataloader(self) -> DataLoader:
+        batch_size = len(self.y_train) if self.hparams.full_batch else self.hparams.batch_size
+        sampler = _EpochBatchSampler(len(self.y_train), batch_size, shuffle=True, seed=self.split_seed)
+        return DataLoader(_GatherDataset(self.x_train, self.y_train), sampler=sampler, batch_size=None)
+
+    def eval_splits(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """The full splits used for evaluation (no loader: they fit in one tensor each)."""
+        return {"train": (self.x_train, self.y_train), "test": (self.x_test, self.y_test)}

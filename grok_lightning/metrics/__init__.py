@@ -1,0 +1,63 @@
+"""Metrics: attention-head order parameters of arXiv 2605.20441 (torchmetrics style).
+
+``functional`` holds the kernels; ``attention`` the :class:`torchmetrics.Metric` wrappers.
+"""
+from grok_lightning.metrics.attention import (
+    AttentionStatistics,
+    HeadEntropyMean,
+    HeadEntropyRange,
+    HeadEntropyStd,
+    HeadParticipationRatio,
+    HeadSpectralGap,
+    MeanHeadCosineSimilarity,
+    attention_metric_collection,
+)
+from grok_lightning.metrics.functional import (
+    STAT_KEYS,
+    attention_statistics,
+    check_participation_identity,
+    coefficient_of_variation,
+    head_cosine_matrix,
+    head_entropies,
+    head_entropy_mean,
+    head_entropy_range,
+    head_entropy_std,
+    head_participation_ratio,
+    head_spectral_gap,
+    mean_head_cosine_similarity,
+    normalize_participation_ratio,
+    participation_identity_error,
+    participation_ratio,
+    participation_ratio_from_cv,
+    qk_rank,
+)
+
+# spectral lock-in metrics: see repulsion.py / spectrum.py
+
+__all__ = [
+    "AttentionStatistics",
+    "HeadEntropyMean",
+    "HeadEntropyRange",
+    "HeadEntropyStd",
+    "HeadParticipationRatio",
+    "HeadSpectralGap",
+    "MeanHeadCosineSimilarity",
+    "STAT_KEYS",
+    "attention_metric_collection",
+    "attention_statistics",
+    "check_participation_identity",
+    "coefficient_of_variation",
+    "head_cosine_matrix",
+    "head_entropies",
+    "head_entropy_mean",
+    "head_entropy_range",
+    "head_entropy_std",
+    "head_participation_ratio",
+    "head_spectral_gap",
+    "mean_head_cosine_similarity",
+    "normalize_participation_ratio",
+    "participation_identity_error",
+    "participation_ratio",
+    "participation_ratio_from_cv",
+    "qk_rank",
+]

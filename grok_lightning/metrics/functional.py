@@ -1,0 +1,273 @@
+r"""Functional kernels for the attention-head diagnostics of arXiv 2605.20441 (section 4).
+
+Every attention kernel takes ``attentions``: a list/tuple over layers of softmax attention
+probabilities of shape ``(B, H, T_q, T_k)``, or one stacked ``(L, B, H, T_q, T_k)`` tensor
+(a single ``(B, H, T_q, T_k)`` tensor is read as one layer). Work is done in float64.
+
+The kernels are split torchmetrics-style into an *update* step, which turns a chunk of
+attention into additive sufficient statistics, and a *compute* step, which turns the summed
+statistics into the published numbers. Per layer ``l`` with flattened head patterns
+``x_h in R^N`` (``N = B * T_q * T_k``: whole batch, **all** query rows, as in the released
+``grokking_diag/metrics.py``) the statistics are
+
+* ``gram[l, i, j] = sum_k x_ik x_jk`` (H x H),
+* ``head_sum[l, h] = sum_k x_hk`` and ``n_coords = N`` (for the covariance centring),
+* ``entropy_sum[l, h] = sum over (b, q) of -sum_k a log(a + 1e-12)`` and ``n_rows = B * T_q``.
+
+From them (``eps = 1e-12``, ``n_h = sqrt(gram[h, h])``):
+
+* cosine matrix ``S_ij = gram_ij / ((n_i + eps)(n_j + eps))`` - exactly the cosine of the
+  published ``x / (||x|| + eps)`` normalisation;
+* ``mean_similarity`` (s_bar) = mean of the off-diagonal ``S_ij``;
+* ``spectral_gap`` = ``lambda_1 - lambda_2`` of ``S`` (``eigvalsh``);
+* per-head entropy ``H_h = entropy_sum / n_rows``; ``entropy_std`` (sigma_H, population
+  std, ddof 0), ``entropy_mean`` and ``entropy_range`` (max - min) over heads;
+* covariance ``C = gram / N - mu mu^T`` (``mu = head_sum / N``), eigenvalues ``a_k`` clipped
+  at 0, ``R = (sum a)^2 / sum a^2``; ``pr_norm = (R - 1)/(H - 1)`` (paper text, Eq. 3) and
+  ``pr_norm_ratio = R / H`` (the paper's Lean file). Identity: ``R = H / (1 + CV^2)`` with
+  the population CV of the eigenvalues.
+
+Each per-layer value is averaged over layers. Undefined cases (``H < 2`` for the pairwise
+quantities, an all-zero covariance for PR) give NaN, the paper's "rank-collapse marker".
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, NamedTuple, Optional, Sequence, Union
+
+import torch
+from torch import Tensor
+
+Attentions = Union[Tensor, Sequence[Tensor]]
+
+EPS = 1e-12
+STAT_KEYS = (
+    "mean_similarity",
+    "entropy_std",
+    "entropy_mean",
+    "entropy_range",
+    "spectral_gap",
+    "pr_norm",
+    "pr_norm_ratio",
+)
+NORMALIZATIONS = ("affine", "ratio", "none")
+
+
+class AttentionState(NamedTuple):
+    """Additive sufficient statistics of one chunk (all float64)."""
+
+    gram: Tensor  # (L, H, H)
+    head_sum: Tensor  # (L, H)
+    n_coords: Tensor  # scalar: B * T_q * T_k
+    entropy_sum: Tensor  # (L, H)
+    n_rows: Tensor  # scalar: B * T_q
+
+
+def _as_layer_tensor(attentions: Attentions) -> Tensor:
+    """Return attention as one detached float64 ``(L, B, H, T_q, T_k)`` tensor."""
+    if isinstance(attentions, Tensor):
+        a = attentions.unsqueeze(0) if attentions.dim() == 4 else attentions
+        if a.dim() != 5:
+            raise ValueError(f"expected (L, B, H, T, T) or (B, H, T, T), got {tuple(attentions.shape)}")
+    else:
+        layers = list(attentions)
+        if not layers:
+            raise ValueError("empty list of attention tensors")
+        shapes = {tuple(x.shape) for x in layers}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 4:
+            raise ValueError(f"every layer must be (B, H, T, T) with one common shape, got {shapes}")
+        a = torch.stack([x.detach() for x in layers])
+    return a.detach().to(torch.float64)
+
+
+def _attention_state_update(attentions: Attentions, eps: float = EPS) -> AttentionState:
+    """Sufficient statistics of one chunk of attention (see the module docstring)."""
+    a = _as_layer_tensor(attentions)
+    n_layers, batch, n_heads, t_q, t_k = a.shape
+    flat = a.transpose(1, 2).reshape(n_layers, n_heads, -1)  # (L, H, B*T_q*T_k)
+    gram = flat @ flat.transpose(1, 2)
+    row_entropy = -(a * torch.log(a + eps)).sum(-1)  # (L, B, H, T_q), nats
+    return AttentionState(
+        gram=gram,
+        head_sum=flat.sum(-1),
+        n_coords=torch.tensor(float(batch * t_q * t_k), dtype=torch.float64, device=a.device),
+        entropy_sum=row_entropy.sum(dim=(1, 3)),
+        n_rows=torch.tensor(float(batch * t_q), dtype=torch.float64, device=a.device),
+    )
+
+
+def _cosine_from_gram(gram: Tensor, eps: float = EPS) -> Tensor:
+    """``S_ij = G_ij / ((sqrt(G_ii) + eps)(sqrt(G_jj) + eps))`` over the last two dims."""
+    norms = torch.diagonal(gram, dim1=-2, dim2=-1).clamp_min(0).sqrt() + eps
+    return gram / (norms.unsqueeze(-1) * norms.unsqueeze(-2))
+
+
+def participation_ratio(eigenvalues: Tensor) -> Tensor:
+    """``R = (sum a)^2 / sum a^2`` over the last dim (``a`` clipped at 0; 0/0 gives NaN)."""
+    a = eigenvalues.clamp_min(0)
+    return a.sum(-1) ** 2 / (a**2).sum(-1)
+
+
+def normalize_participation_ratio(pr: Tensor, n: int, normalization: str = "affine") -> Tensor:
+    """``"affine"``: ``(R - 1)/(n - 1)`` (paper text); ``"ratio"``: ``R/n`` (Lean); ``"none"``: ``R``."""
+    if normalization == "affine":
+        return (pr - 1) / (n - 1) if n > 1 else torch.full_like(pr, float("nan"))
+    if normalization == "ratio":
+        return pr / n
+    if normalization == "none":
+        return pr
+    raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+
+
+def _attention_statistics_compute(
+    state: AttentionState,
+    eps: float = EPS,
+    keys: Optional[Iterable[str]] = None,
+    per_layer: bool = False,
+) -> Dict[str, Tensor]:
+    """Turn summed statistics into the diagnostics: ``(L,)`` tensors or their layer means."""
+    keys = tuple(STAT_KEYS if keys is None else keys)
+    unknown = set(keys) - set(STAT_KEYS)
+    if unknown:
+        raise ValueError(f"unknown statistics {sorted(unknown)}; choose from {STAT_KEYS}")
+    gram, head_sum, n_coords, entropy_sum, n_rows = state
+    if gram.dim() != 3:
+        raise RuntimeError("no attention has been accumulated yet")
+    n_layers, n_heads = gram.shape[0], gram.shape[-1]
+    nan = torch.full((n_layers,), float("nan"), dtype=gram.dtype, device=gram.device)
+    out: Dict[str, Tensor] = {}
+    if {"mean_similarity", "spectral_gap"} & set(keys):
+        cos = _cosine_from_gram(gram, eps)
+        if n_heads < 2:
+            out["mean_similarity"] = out["spectral_gap"] = nan
+        else:
+            off_diag = cos.sum(dim=(-2, -1)) - torch.diagonal(cos, dim1=-2, dim2=-1).sum(-1)
+            out["mean_similarity"] = off_diag / (n_heads * (n_heads - 1))
+            eig = torch.linalg.eigvalsh(0.5 * (cos + cos.transpose(-2, -1)))
+            out["spectral_gap"] = eig[..., -1] - eig[..., -2]
+    if {"entropy_std", "entropy_mean", "entropy_range"} & set(keys):
+        ent = entropy_sum / n_rows  # (L, H): one entropy per head
+        out["entropy_std"] = ent.std(dim=-1, correction=0)
+        out["entropy_mean"] = ent.mean(dim=-1)
+        out["entropy_range"] = ent.amax(dim=-1) - ent.amin(dim=-1)
+    if {"pr_norm", "pr_norm_ratio"} & set(keys):
+        mu = head_sum / n_coords
+        cov = gram / n_coords - mu.unsqueeze(-1) * mu.unsqueeze(-2)
+        pr = participation_ratio(torch.linalg.eigvalsh(0.5 * (cov + cov.transpose(-2, -1))))
+        out["pr_norm"] = normalize_participation_ratio(pr, n_heads, "affine")
+        out["pr_norm_ratio"] = normalize_participation_ratio(pr, n_heads, "ratio")
+    return {k: (out[k] if per_layer else out[k].mean()) for k in keys}
+
+
+def attention_statistics(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Dict[str, Tensor]:
+    """All diagnostics of ``attentions`` at once, keyed by :data:`STAT_KEYS`.
+
+    Example:
+        >>> import torch
+        >>> a = torch.full((2, 4, 3, 3), 1 / 3)  # (B, H, T, T): 4 identical uniform heads
+        >>> stats = attention_statistics([a, a])  # two layers
+        >>> round(stats["mean_similarity"].item(), 6), round(stats["entropy_std"].item(), 6)
+        (1.0, 0.0)
+    """
+    return _attention_statistics_compute(_attention_state_update(attentions, eps), eps, None, per_layer)
+
+
+def _one(key: str, attentions: Attentions, per_layer: bool, eps: float) -> Tensor:
+    return _attention_statistics_compute(_attention_state_update(attentions, eps), eps, (key,), per_layer)[key]
+
+
+def mean_head_cosine_similarity(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+    """s_bar: mean off-diagonal cosine between flattened head patterns, layer-averaged."""
+    return _one("mean_similarity", attentions, per_layer, eps)
+
+
+def head_entropy_std(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+    """sigma_H: population std over heads of the mean row entropy (nats), layer-averaged."""
+    return _one("entropy_std", attentions, per_layer, eps)
+
+
+def head_entropy_mean(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+    """Mean over heads of the mean row entropy (nats), layer-averaged."""
+    return _one("entropy_mean", attentions, per_layer, eps)
+
+
+def head_entropy_range(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+    """Max minus min over heads of the mean row entropy (nats), layer-averaged."""
+    return _one("entropy_range", attentions, per_layer, eps)
+
+
+def head_spectral_gap(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+    """lambda_1 - lambda_2 of the H x H head cosine matrix, layer-averaged."""
+    return _one("spectral_gap", attentions, per_layer, eps)
+
+
+def head_participation_ratio(
+    attentions: Attentions, normalization: str = "affine", per_layer: bool = False, eps: float = EPS
+) -> Tensor:
+    """PR of the head-pattern covariance eigenvalues, ``(R-1)/(H-1)`` or ``R/H``, layer-averaged."""
+    if normalization not in ("affine", "ratio"):
+        raise ValueError(f"normalization must be 'affine' or 'ratio', got {normalization!r}")
+    return _one("pr_norm" if normalization == "affine" else "pr_norm_ratio", attentions, per_layer, eps)
+
+
+def head_cosine_matrix(attentions: Attentions, eps: float = EPS) -> Tensor:
+    """The ``(L, H, H)`` cosine matrices behind s_bar and the spectral gap."""
+    return _cosine_from_gram(_attention_state_update(attentions, eps).gram, eps)
+
+
+def head_entropies(attentions: Attentions, eps: float = EPS) -> Tensor:
+    """The ``(L, H)`` per-head mean row entropies (nats) behind sigma_H."""
+    state = _attention_state_update(attentions, eps)
+    return state.entropy_sum / state.n_rows
+
+
+def coefficient_of_variation(x: Tensor, ddof: int = 0) -> Tensor:
+    """``std(x, ddof) / mean(x)`` over the last dim (``ddof=0``: population, as in the identity)."""
+    return x.std(dim=-1, correction=ddof) / x.mean(dim=-1)
+
+
+def participation_ratio_from_cv(cv: Union[Tensor, float], n: int, normalization: str = "affine", ddof: int = 0) -> Tensor:
+    """PR from the eigenvalue CV: ``R = n / (1 + CV_pop^2)``, then normalised.
+
+    ``ddof=1`` converts a sample CV first (``var_pop = var_sample * (n - 1) / n``), which is
+    how the published Table 3 values (sample CV, torch ``unbiased=True``) map to PR_norm.
+
+    Example:
+        >>> round(participation_ratio_from_cv(0.392, 8, "affine", ddof=1).item(), 3)
+        0.865
+    """
+    cv = torch.as_tensor(cv, dtype=torch.float64)
+    cv2_pop = cv**2 * (n - ddof) / n
+    return normalize_participation_ratio(n / (1 + cv2_pop), n, normalization)
+
+
+def participation_identity_error(eigenvalues: Tensor) -> Tensor:
+    """``|R/n - 1/(1 + CV^2)|`` (population CV) over the last dim; ~1e-16 when the identity holds."""
+    a = eigenvalues.to(torch.float64)
+    n = a.shape[-1]
+    direct = participation_ratio(a) / n
+    via_cv = 1 / (1 + coefficient_of_variation(a, ddof=0) ** 2)
+    return (direct - via_cv).abs()
+
+
+def check_participation_identity(eigenvalues: Tensor, atol: float = 1e-9) -> bool:
+    """True when ``R = n / (1 + CV^2)`` holds for every row of non-negative ``eigenvalues``.
+
+    Example:
+        >>> check_participation_identity(torch.tensor([3.0, 1.0, 0.5, 0.0]))
+        True
+    """
+    if (eigenvalues < 0).any():
+        raise ValueError("the identity is stated for non-negative eigenvalues")
+    return bool((participation_identity_error(eigenvalues) <= atol).all())
+
+
+def qk_rank(q: Tensor, k: Tensor, tol: Optional[float] = None) -> int:
+    """Numerical rank of the score kernel ``Q K^T`` for ``Q, K`` of shape ``(T, d_head)``.
+
+    It never exceeds ``d_head`` (Lean: ``GrokDiagnostics.qk_rank_le``).
+
+    Example:
+        >>> qk_rank(torch.ones(5, 2), torch.arange(10.0).reshape(5, 2))
+        1
+    """
+    return int(torch.linalg.matrix_rank((q @ k.transpose(-2, -1)).to(torch.float64), atol=tol))

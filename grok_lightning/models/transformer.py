@@ -1,0 +1,123 @@
+"""Decoder-only pre-LayerNorm transformer for ``[a, b, =]`` sequences (no Lightning import).
+
+Choices (DECISIONS A, "Model"): causal mask, learned positional embedding, untied input
+embedding and output head, biases everywhere, dropout 0, GELU MLP. With vocab 98, p = 97 this
+gives exactly 818,785 parameters at 4L x 8H x d128 x d_ff 512 (the paper's 0.82M), 19.02M at
+6 x 8 x 512 (d_ff 2048) and 85.21M at 12 x 12 x 768 (d_ff 3072).
+
+Attention is written out (not ``scaled_dot_product_attention``) because the diagnostics need the
+softmax probabilities; with T = 3 the explicit form costs nothing extra, and it keeps the logits
+bit-identical whether or not attention is returned.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+__all__ = ["DecoderTransformer", "SCALES"]
+
+#: the paper's named scales (layers, heads, d_model, d_ff)
+SCALES = {
+    "small": dict(n_layers=4, n_heads=8, d_model=128, d_ff=512),
+    "medium": dict(n_layers=6, n_heads=8, d_model=512, d_ff=2048),
+    "large": dict(n_layers=12, n_heads=12, d_model=768, d_ff=3072),
+}
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        # one fused projection; head h owns rows [h*d_head, (h+1)*d_head) of each of q, k, v
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).split(D, dim=2)
+        q, k, v = (t.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.d_head)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        attention = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)  # (B, H, T, T)
+        y = (attention @ v).transpose(1, 2).reshape(B, T, D)
+        return self.out(y), attention
+
+
+class Block(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        attended, attention = self.attn(self.ln1(x))
+        x = x + attended
+        return x + self.mlp(self.ln2(x)), attention
+
+
+class DecoderTransformer(nn.Module):
+    """``tokens (B, T) -> logits (B, n_classes)`` read at the last position.
+
+    Args:
+        vocab_size: input vocabulary (p + 1 with the ``=`` token).
+        n_classes: output classes (p).
+        d_model, n_layers, n_heads, d_ff: width, depth, heads (must divide d_model), MLP width.
+        max_len: positions in the learned positional embedding (3 for ``[a, b, =]``).
+        init: ``pytorch`` (module defaults) or ``gpt`` (normal(0, 0.02) weights, zero biases).
+
+    >>> model = DecoderTransformer(98, 97)
+    >>> sum(p.numel() for p in model.parameters())
+    818785
+    >>> logits, attention = model(torch.zeros(2, 3, dtype=torch.long), return_attention=True)
+    >>> logits.shape, len(attention), attention[0].shape
+    (torch.Size([2, 97]), 4, torch.Size([2, 8, 3, 3]))
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        n_classes: int,
+        d_model: int = 128,
+        n_layers: int = 4,
+        n_heads: int = 8,
+        d_ff: int = 512,
+        max_len: int = 3,
+        init: str = "pytorch",
+    ):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        self.n_layers, self.n_heads = n_layers, n_heads
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_classes)
+        if init == "gpt":
+            self.apply(_gpt_init)
+        elif init != "pytorch":
+            raise ValueError(f"init={init!r}: must be 'pytorch' or 'gpt'")
+
+    def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.token_embedding(tokens) + self.position_embedding(positions)
+        attentions = []
+        for block in self.blocks:
+            x, attention = block(x)
+            if return_attention:
+                attentions.append(attention)
+        logits = self.head(self.ln_f(x[:, -1]))
+        return (logits, attentions) if return_attention else logits
+
+
+def _gpt_init(module: nn.Module) -> None:
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)

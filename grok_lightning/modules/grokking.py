@@ -1,0 +1,191 @@
+"""GrokkingModule: any registered sequence model on a modular-arithmetic task, trained with AdamW.
+
+The training recipe lives here (loss, optimiser, evaluation); everything optional (grokking
+detection, diagnostics, interventions, records) lives in callbacks.
+
+Evaluation is not Lightning's validation loop: the paper evaluates on a dense-early schedule
+(every epoch up to 10, then every 10) on the *full* train and test splits, which fit in one
+tensor each. :meth:`evaluate` is called by :class:`~grok_lightning.callbacks.ScheduledEvaluation`
+at epoch 0 and on that schedule; it returns plain floats that become one history row.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+from torch.nn import functional as F
+
+from grok_lightning.config import ConfigError, require, require_choice, validate_optimizer
+from grok_lightning.models import ATTENTION_ARCHS, available, build_model
+
+__all__ = ["GrokkingModule", "parameter_groups"]
+
+WEIGHT_DECAY_SCOPES = ("all", "matrices")
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float, scope: str) -> list[dict]:
+    """AdamW parameter groups.
+
+    Why ``all`` is the default: the grokking literature (and this paper's AdamW bound, which
+    treats the whole weight norm) decays every parameter, embeddings, biases and LayerNorm gains
+    included. ``matrices`` is the nanoGPT convention (only tensors with ndim >= 2). Parameters an
+    architecture marks ``_no_weight_decay = True`` (Mamba's ``A_log`` and ``D``) never decay.
+    """
+    decay, no_decay = [], []
+    for param in model.parameters():
+        if getattr(param, "_no_weight_decay", False):
+            no_decay.append(param)
+        elif scope == "all" or param.ndim >= 2:
+            decay.append(param)
+        else:
+            no_decay.append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}]
+    if no_decay:
+        groups.append({"params": no_decay, "weight_decay": 0.0})
+    return groups
+
+
+class GrokkingModule(L.LightningModule):
+    """One sequence model x one modular-arithmetic task.
+
+    Args:
+        arch: registered architecture (``transformer``; MLP/LSTM/Mamba as they are added).
+        d_model, n_layers, n_heads, d_ff: transformer shape (paper canonical 128 / 4 / 8 / 512).
+        arch_kwargs: extra keyword arguments for the architecture's builder.
+        lr: AdamW learning rate (1e-3, constant, no warmup, no clipping).
+        weight_decay: decoupled AdamW weight decay lambda (the swept quantity).
+        betas, eps: AdamW moments (default betas chosen by measurement, see docs/decisions.md).
+        weight_decay_scope: ``all`` (default) or ``matrices``; see :func:`parameter_groups`.
+        init: ``pytorch`` default init or ``gpt`` (normal 0.02, zero bias).
+        eval_every: evaluate every this many epochs after the dense phase.
+        eval_dense_until: evaluate every epoch up to and including this epoch.
+        eval_batch_size: chunk size for evaluation forwards.
+        modulus: p; normally taken from the datamodule at setup (checkpoints store it so that
+            ``load_from_checkpoint`` can rebuild the model without a datamodule).
+    """
+
+    def __init__(
+        self,
+        arch: str = "transformer",
+        d_model: int = 128,
+        n_layers: int = 4,
+        n_heads: int = 8,
+        d_ff: int = 512,
+        arch_kwargs: dict | None = None,
+        lr: float = 1e-3,
+        weight_decay: float = 1.0,
+        betas: tuple[float, float] = (0.9, 0.98),
+        eps: float = 1e-8,
+        weight_decay_scope: str = "all",
+        init: str = "pytorch",
+        eval_every: int = 10,
+        eval_dense_until: int = 10,
+        eval_batch_size: int = 8192,
+        modulus: int | None = None,
+    ):
+        super().__init__()
+        require_choice("model.arch", arch, available())
+        validate_optimizer(lr, weight_decay)
+        require_choice("model.weight_decay_scope", weight_decay_scope, WEIGHT_DECAY_SCOPES)
+        require_choice("model.init", init, ("pytorch", "gpt"))
+        if arch == "transformer":
+            for name, value in dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff).items():
+                require(isinstance(value, int) and value >= 1, f"model.{name}", value, "must be an integer >= 1")
+            require(d_model % n_heads == 0, "model.n_heads", n_heads, f"must divide model.d_model={d_model}")
+        require(eval_every >= 1, "model.eval_every", eval_every, "must be an integer >= 1")
+        require(all(0 <= b < 1 for b in betas), "model.betas", betas, "each must be in [0, 1)")
+        self.save_hyperparameters()
+        self.model: torch.nn.Module | None = None
+        self.collect_attention = False  # set by the diagnostics callback
+        self.last_attentions: list[torch.Tensor] | None = None
+        self.diverged_epoch: int | None = None
+        self.record_extras: dict = {}
+        if modulus is not None:
+            self._build(modulus)
+
+    # --- construction -------------------------------------------------------------------
+    @property
+    def has_attention(self) -> bool:
+        return self.hparams.arch in ATTENTION_ARCHS
+
+    def _build(self, p: int) -> None:
+        hp = self.hparams
+        kwargs = dict(hp.arch_kwargs or {})
+        if hp.arch == "transformer":
+            kwargs.update(d_model=hp.d_model, n_layers=hp.n_layers, n_heads=hp.n_heads, d_ff=hp.d_ff, init=hp.init)
+        self.model = build_model(hp.arch, vocab_size=p + 1, n_classes=p, **kwargs)
+        self.modulus = p
+
+    def configure_model(self) -> None:
+        if self.model is not None:
+            return
+        datamodule = getattr(self.trainer, "datamodule", None)
+        if datamodule is None or not hasattr(datamodule, "p"):
+            raise ConfigError("model.modulus=None: pass a modular-arithmetic datamodule or set model.modulus")
+        self._build(datamodule.p)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint.setdefault("hyper_parameters", {})["modulus"] = self.modulus
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        groups = parameter_groups(self.model, hp.weight_decay, hp.weight_decay_scope)
+        return torch.optim.AdamW(groups, lr=hp.lr, betas=tuple(hp.betas), eps=hp.eps)
+
+    # --- training -----------------------------------------------------------------------
+    def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+        return self.model(tokens, return_attention=return_attention) if return_attention else self.model(tokens)
+
+    def training_step(self, batch, batch_idx):
+        tokens, labels = batch
+        loss = F.cross_entropy(self.model(tokens), labels)
+        if not torch.isfinite(loss):
+            # diverged: skip this update (returning None skips backward/step) and stop the run;
+            # the recorder writes status "diverged" with this epoch.
+            self.diverged_epoch = self.current_epoch + 1
+            self.trainer.should_stop = True
+            return None
+        self.log("train/step_loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+        return loss
+
+    # --- evaluation ---------------------------------------------------------------------
+    def is_eval_epoch(self, epoch: int) -> bool:
+        hp = self.hparams
+        return epoch <= hp.eval_dense_until or epoch % hp.eval_every == 0
+
+    def weight_norm(self) -> float:
+        """Omega_total: L2 norm of all parameters concatenated."""
+        return float(torch.sqrt(sum((p.detach().double() ** 2).sum() for p in self.model.parameters())))
+
+    @torch.no_grad()
+    def evaluate(self, epoch: int) -> dict[str, float]:
+        """Loss and accuracy on the full train and test splits, plus the weight norm.
+
+        When ``collect_attention`` is set, the test split's per-layer attention probabilities
+        are kept in ``last_attentions`` (list of (N_test, H, T, T)) for the diagnostics.
+        """
+        was_training = self.training
+        self.eval()
+        out: dict[str, float] = {}
+        splits = self.trainer.datamodule.eval_splits()
+        want_attention = self.collect_attention and self.has_attention
+        for split, (tokens, labels) in splits.items():
+            tokens, labels = tokens.to(self.device), labels.to(self.device)
+            loss_sum, correct, chunks = 0.0, 0, []
+            for start in range(0, len(labels), self.hparams.eval_batch_size):
+                x = tokens[start : start + self.hparams.eval_batch_size]
+                y = labels[start : start + self.hparams.eval_batch_size]
+                if want_attention and split == "test":
+                    logits, attention = self.model(x, return_attention=True)
+                    chunks.append(attention)
+                else:
+                    logits = self.model(x)
+                loss_sum += float(F.cross_entropy(logits.double(), y, reduction="sum"))
+                correct += int((logits.argmax(-1) == y).sum())
+            out[f"{split}_loss"] = loss_sum / len(labels)
+            out[f"{split}_acc"] = correct / len(labels)
+            if chunks:
+                self.last_attentions = [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
+        out["weight_norm"] = self.weight_norm()
+        self.train(was_training)
+        return out

@@ -1,0 +1,186 @@
+"""Figures of the spectral lock-in paper (Xu 2026) from run records.
+
+Pure functions: a list of records (dicts with ``config`` and per-epoch ``history`` columns, see
+:mod:`grok_lightning.records`) in, a :class:`matplotlib.figure.Figure` out. Figures are built
+without pyplot (Agg canvas), so they work headless and leak no global state.
+
+Columns read: ``lockin_w{W}_ratio23`` / ``_ratio12`` (LockInDetector), ``test_acc``, ``rho_tian``,
+``sign_match_paper`` / ``sign_match_exact`` (TianModule at the Theorem-6 epochs); top-level
+``lockin_fire_epoch_w{W}``. Config keys ``eta`` (or ``wd``), ``activation``, ``seed`` are looked
+up in ``config``, then ``config["model"]``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from grok_lightning.callbacks.lockin import lockin_key
+
+__all__ = ["PUBLISHED_SIGN_MATCH", "main_figure", "window_sweep_figure", "activation_figure", "eta_sweep_figure"]
+
+#: Xu's 5-seed medians of the published ("paper") sign-match, x^2, eta = 2e-4 (§9.3).
+PUBLISHED_SIGN_MATCH = {50: 0.865, 100: 0.895, 175: 0.955, 250: 0.970, 300: 0.985}
+RHO_THRESHOLD = 0.075
+
+
+def _cfg(record: dict, key: str, default=None):
+    config = record.get("config", {})
+    model = config.get("model", {}) if isinstance(config.get("model"), dict) else {}
+    model = model.get("init_args", model)
+    return config.get(key, model.get(key, default))
+
+
+def _eta(record: dict) -> float:
+    return float(_cfg(record, "eta", _cfg(record, "wd", 0.0)) or 0.0)
+
+
+def _select(records, activation="x2", grok=None, eta=None):
+    out = [r for r in records if _cfg(r, "activation", "x2") == activation]
+    if grok is not None:
+        out = [r for r in out if (_eta(r) > 0) == grok]
+    if eta is not None:
+        out = [r for r in out if np.isclose(_eta(r), eta)]
+    return out
+
+
+def _stack(records, key):
+    """(epochs, runs x epochs array) aligned on the union of epochs; missing -> NaN."""
+    epochs = sorted({e for r in records for e in r["history"].get("epoch", [])})
+    index = {e: i for i, e in enumerate(epochs)}
+    data = np.full((len(records), len(epochs)), np.nan)
+    for row, record in enumerate(records):
+        history = record["history"]
+        for e, v in zip(history.get("epoch", []), history.get(key, [])):
+            if v is not None:
+                data[row, index[e]] = v
+    return np.asarray(epochs), data
+
+
+def _band(ax, records, key, label, color, log=False, **line):
+    """Median over runs with an IQR band; returns nothing when no run has the column."""
+    epochs, data = _stack(records, key)
+    if not records or np.all(np.isnan(data)):
+        return
+    with warnings.catch_warnings():  # all-NaN epochs (e.g. before the window fills) are expected
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mid, lo, hi = (np.nanpercentile(data, q, axis=0) for q in (50, 25, 75))
+    ax.plot(epochs, mid, color=color, label=f"{label} (n={len(records)})", **line)
+    ax.fill_between(epochs, lo, hi, color=color, alpha=0.2, linewidth=0)
+    if log:
+        ax.set_yscale("log")
+
+
+def _fire_epochs(records, window):
+    values = [r.get(f"lockin_fire_epoch_w{window}", r.get("lockin_fire_epoch")) for r in records]
+    return [v for v in values if v is not None]
+
+
+def _seeds(records):
+    return sorted({_cfg(r, "seed") for r in records if _cfg(r, "seed") is not None})
+
+
+def _horizon(records):
+    return max((max(r["history"].get("epoch", [0]) or [0]) for r in records), default=0)
+
+
+def main_figure(records: list[dict], window: int = 20, profile: str = "paper", note: str = "") -> Figure:
+    """sigma2/sigma3 (median, IQR) grok vs control, fire epoch, Theorem-6 sign-match on a twin axis."""
+    grok, control = _select(records, grok=True), _select(records, grok=False)
+    fig = Figure(figsize=(9, 5.2))
+    ax = fig.add_subplot()
+    key = lockin_key(window, "ratio23")
+    _band(ax, grok, key, "grok (eta>0)", "C0", log=True)
+    _band(ax, control, key, "control (eta=0)", "C1", log=True)
+    fires = _fire_epochs(grok, window)
+    if fires:
+        ax.axvline(np.median(fires), color="k", ls="--", lw=1,
+                   label=f"slope fire, median {np.median(fires):.0f} ({len(fires)}/{len(grok)} fired)")
+    ax.set(xlabel="epoch", ylabel=f"sigma2 / sigma3 (W = {window})")
+    twin = ax.twinx()
+    for mode, marker in (("paper", "o"), ("exact", "s")):
+        epochs, data = _stack(grok, f"sign_match_{mode}")
+        keep = ~np.all(np.isnan(data), axis=0)
+        if data.size and keep.any():
+            twin.plot(epochs[keep], np.nanmedian(data[:, keep], axis=0), marker=marker, color="C3",
+                      ls="-" if mode == "paper" else ":", label=f"sign-match, {mode} mode (ours)")
+    published = sorted(PUBLISHED_SIGN_MATCH.items())
+    twin.plot(*zip(*published), marker="x", ls="none", color="k", ms=8, label="sign-match, published")
+    twin.set(ylabel="Theorem-6 sign-match", ylim=(0.5, 1.02))
+    lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    labels = ax.get_legend_handles_labels()[1] + twin.get_legend_handles_labels()[1]
+    ax.legend(lines, labels, fontsize=7, loc="lower right")
+    fig.suptitle(f"Spectral lock-in [{profile}] x^2, M=71, K=2048, n=2016, Adam lr 1e-3, eta 2e-4 vs 0; "
+                 f"seeds {_seeds(records)}; {_horizon(records)} epochs {note}", fontsize=8)
+    fig.text(0.01, 0.005, "paper mode = sgn B_jl = -sgn cos_jl (what the published code measures); exact mode "
+             "= Theorem 6 with P_eta,-jl, an identity (1.000).", fontsize=7)
+    return fig
+
+
+def window_sweep_figure(records: list[dict], windows=(5, 10, 20, 30), profile: str = "paper") -> Figure:
+    """sigma2/sigma3 for each window size, grok vs control, fire counts in the titles."""
+    fig = Figure(figsize=(3.2 * len(windows), 3.4))
+    axes = fig.subplots(1, len(windows), sharey=True)
+    for ax, w in zip(np.atleast_1d(axes), windows):
+        grok, control = _select(records, grok=True), _select(records, grok=False)
+        _band(ax, grok, lockin_key(w, "ratio23"), "grok", "C0", log=True)
+        _band(ax, control, lockin_key(w, "ratio23"), "control", "C1", log=True)
+        ax.set_title(f"W={w}: fires grok {len(_fire_epochs(grok, w))}/{len(grok)}, "
+                     f"control {len(_fire_epochs(control, w))}/{len(control)}", fontsize=8)
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=7)
+    np.atleast_1d(axes)[0].set_ylabel("sigma2 / sigma3")
+    fig.suptitle(f"Window sweep [{profile}], seeds {_seeds(records)}", fontsize=9)
+    return fig
+
+
+def activation_figure(records: list[dict], window: int = 20, profile: str = "paper") -> Figure:
+    """x^2 vs ReLU at eta > 0: test accuracy, sigma2/sigma3, sigma1/sigma2, rho_tian."""
+    fig = Figure(figsize=(10, 6.5))
+    axes = fig.subplots(2, 2, sharex=True).ravel()
+    panels = (("test_acc", "test accuracy", False), (lockin_key(window, "ratio23"), "sigma2/sigma3", True),
+              (lockin_key(window, "ratio12"), "sigma1/sigma2", True), ("rho_tian", "rho_tian", False))
+    for ax, (key, label, log) in zip(axes, panels):
+        for activation, color in (("x2", "C0"), ("relu", "C2")):
+            _band(ax, _select(records, activation, grok=True), key, activation, color, log=log)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    axes[3].axhline(RHO_THRESHOLD, color="gray", ls="--", lw=0.8)
+    for ax in axes[2:]:
+        ax.set_xlabel("epoch")
+    fig.suptitle(f"x^2 vs ReLU [{profile}], eta>0, seeds {_seeds(records)}", fontsize=9)
+    return fig
+
+
+def _first(record, key, threshold):
+    history = record["history"]
+    for e, v in zip(history["epoch"], history.get(key, [])):
+        if v is not None and v >= threshold:
+            return e
+    return None
+
+
+def eta_sweep_figure(records: list[dict], window: int = 20, profile: str = "paper") -> Figure:
+    """Per eta: test accuracy and sigma2/sigma3 curves, and rho fire vs test = 0.5 per run."""
+    etas = sorted({_eta(r) for r in records if _eta(r) > 0})
+    fig = Figure(figsize=(13, 3.8))
+    ax_acc, ax_ratio, ax_scatter = fig.subplots(1, 3)
+    cmap = matplotlib.colormaps["viridis"]
+    for i, eta in enumerate(etas):
+        runs, color = _select(records, eta=eta), cmap(i / max(1, len(etas) - 1))
+        _band(ax_acc, runs, "test_acc", f"eta={eta:g}", color)
+        _band(ax_ratio, runs, lockin_key(window, "ratio23"), f"eta={eta:g}", color, log=True)
+        points = [(_first(r, "test_acc", 0.5), _first(r, "rho_tian", RHO_THRESHOLD)) for r in runs]
+        points = [p for p in points if None not in p]
+        if points:
+            ax_scatter.scatter(*zip(*points), color=color, label=f"eta={eta:g}")
+    ax_acc.set(xlabel="epoch", ylabel="test accuracy")
+    ax_ratio.set(xlabel="epoch", ylabel="sigma2/sigma3")
+    ax_scatter.set(xlabel="epoch test acc >= 0.5", ylabel=f"epoch rho >= {RHO_THRESHOLD}")
+    for ax in (ax_acc, ax_ratio, ax_scatter):
+        ax.legend(fontsize=7)
+    fig.suptitle(f"eta sweep [{profile}], x^2, seeds {_seeds(records)}", fontsize=9)
+    return fig

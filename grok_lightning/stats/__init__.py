@@ -1,0 +1,33 @@
+"""Statistics for the weight-decay-regimes paper: every number with a CI comes from here.
+
+Independent of training: everything works on plain arrays; ``records_to_arrays`` turns run
+records into them. See ``docs/statistics.md`` for the formulas and the golden numbers.
+
+- :mod:`.critical`   lambda_c: the published least-squares logistic + run bootstrap
+  (``method="paper"``) and a binomial GLM (``method="glm"``); Wilson bin intervals.
+- :mod:`.curves`     nu of t_grok = A (lambda - lambda_c)^-nu, tanh rise, d/H model selection.
+- :mod:`.relaxation` AdamW norm relaxation fit and the horizon bound on lambda_c.
+- :mod:`.tests`      paired t / Wilcoxon / Cohen's d / bootstrap CI, Bonferroni/Holm,
+  permutation test, two-sample Cohen's d, Pearson r with Fisher-z CI.
+"""
+
+from .arrays import records_to_arrays
+from .critical import CriticalFit, fit_critical_weight_decay, logistic_log10
+from .curves import (PowerLawFit, TanhFit, fit_saturation_models, fit_tanh_rise,
+                     fit_time_to_grok_power_law, jackknife_ci, tanh_rise)
+from .relaxation import (P_RELAX_LEVELS, PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, RelaxationFit,
+                         adamw_bound, adamw_bound_table, fit_exponential_relaxation,
+                         kappa_from_rate, relaxation_curve)
+from .tests import (PairedComparison, PermutationResult, cohens_d, correct, paired_comparison,
+                    pearson_r, permutation_test)
+
+__all__ = [
+    "records_to_arrays",
+    "CriticalFit", "fit_critical_weight_decay", "logistic_log10",
+    "PowerLawFit", "TanhFit", "fit_saturation_models", "fit_tanh_rise",
+    "fit_time_to_grok_power_law", "jackknife_ci", "tanh_rise",
+    "P_RELAX_LEVELS", "PAPER_KAPPA", "PAPER_LR", "PAPER_T_MAX", "RelaxationFit", "adamw_bound",
+    "adamw_bound_table", "fit_exponential_relaxation", "kappa_from_rate", "relaxation_curve",
+    "PairedComparison", "PermutationResult", "cohens_d", "correct", "paired_comparison",
+    "pearson_r", "permutation_test",
+]

@@ -1,0 +1,334 @@
+r"""Critical weight decay lambda_c: where P(grok) crosses 1/2.
+
+Model (both methods)::
+
+    P(grok | lambda) = 1 / (1 + exp(-k * (log10 lambda - log10 lambda_c)))
+
+``method="paper"`` (the published method, reproduced exactly):
+    least squares (``scipy.optimize.curve_fit``, p0 = (log10 0.05, 5)) of the curve on the
+    per-bin grok fractions p_j = g_j / n_j (or (g_j + a) / (n_j + 2a) with Laplace smoothing
+    ``smoothing=a``). Runs with lambda <= 0 or lambda > 5 are excluded (collapse regime).
+    CI: percentile bootstrap over runs - resample the (lambda, grok) runs with replacement
+    using Python ``random.Random(seed)`` exactly as the author's aggregator does (runs grouped
+    by lambda in order of first appearance, ``randrange(N)`` N times per resample), recompute
+    bin fractions, refit from p0 = the point estimate, keep converged refits, take the
+    2.5/97.5 percentiles of lambda_c. Every bin weighs the same whatever its n: the 30-run
+    bins count as much as the 10-run ones, and a bin's sampling noise is ignored.
+
+``method="glm"`` (our addition):
+    binomial GLM with logit link on the per-run 0/1 outcomes against x = log10 lambda
+    (statsmodels): logit P = b0 + b1 x, so k = b1 and log10 lambda_c = -b0 / b1. This is the
+    maximum-likelihood version: each run counts once, so big bins weigh more and bins near
+    0/1 carry the binomial variance, which the least-squares fit ignores. On the canonical
+    bins the high-lambda failures (0.7, 1.0) flatten the GLM slope and move lambda_c; both
+    are reported. CI: delta method on theta = -b0/b1, grad = (-1/b1, b0/b1^2),
+    theta +- 1.96 se, mapped through 10**theta (so asymmetric in lambda). A profile-likelihood
+    CI (refit logit P = k (x - theta) over k for fixed theta; keep theta with
+    2 (llf_max - llf(theta)) <= chi2_1(0.95)) is returned as ``wd_c_ci_profile``.
+    If the data are separable (max lambda of a failure <= min lambda of a success, i.e. a
+    clean step, at most one mixed bin) the MLE does not exist (b1 -> inf): the result is
+    flagged ``separable=True`` with ``wd_c = nan`` and the bracket that contains lambda_c.
+
+All grokked / none grokked: lambda_c lies outside the grid; both methods return NaN with
+``status`` ``"all_grokked"``/``"none_grokked"`` and the bracket. One bin, NaN input, or
+mismatched lengths raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import OptimizeWarning, brentq, curve_fit
+from scipy.stats import chi2
+
+from .arrays import as_1d_float, as_bool_outcome, check_same_length, group_bins, nan_to_none
+
+PAPER_P0 = (float(np.log10(0.05)), 5.0)  # the author's initial guess
+WD_MAX = 5.0  # runs above this are in the collapse regime and excluded, as in the paper
+Z95 = 1.959963984540054
+
+
+def logistic_log10(log_wd, log_wd_c, k):
+    """P(grok) at log10 lambda = ``log_wd``; the published curve."""
+    return 1.0 / (1.0 + np.exp(-k * (log_wd - log_wd_c)))
+
+
+@dataclass
+class CriticalFit:
+    """Result of :func:`fit_critical_weight_decay`; ``to_dict`` gives the reference schema."""
+
+    method: str
+    wd_c: float
+    k: float
+    wd_c_ci: tuple[float, float]
+    n_bootstrap: int | None
+    n_bootstrap_ok: int | None
+    n_records: int  # runs passed in, excluded ones included (the author's n_points / n_records)
+    n_fit: int  # runs that entered the fit
+    n_excluded: int
+    smoothing: float
+    bins: list[dict]
+    separable: bool
+    status: str  # ok | extrapolated | separable | all_grokked | none_grokked | fit_failed
+    wd_c_bracket: tuple[float, float]
+    warnings: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "method": self.method, "wd_c": self.wd_c, "k": self.k,
+            # the author's JSONs store tau = 1/k
+            "tau": 1.0 / self.k if np.isfinite(self.k) and self.k != 0 else float("nan"),
+            "wd_c_ci": list(self.wd_c_ci), "ci_95": list(self.wd_c_ci),
+            "n_bootstrap": self.n_bootstrap, "n_bootstrap_ok": self.n_bootstrap_ok,
+            "n_records": self.n_records, "n_fit": self.n_fit, "n_excluded": self.n_excluded,
+            "smoothing": self.smoothing, "bins": self.bins, "separable": self.separable,
+            "status": self.status, "wd_c_bracket": list(self.wd_c_bracket),
+            "warnings": list(self.warnings),
+        }
+        out.update(self.extra)
+        return nan_to_none(out)
+
+
+def _bin_rates(n: np.ndarray, n_grok: np.ndarray, smoothing: float) -> np.ndarray:
+    # Laplace smoothing (g + a) / (n + 2a) keeps bins off 0/1 (used for Mamba, a = 0.5).
+    return (n_grok + smoothing) / (n + 2.0 * smoothing)
+
+
+def _wilson_bins(wd, n, n_grok, p_fit) -> list[dict]:
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = proportion_confint(n_grok, n, alpha=0.05, method="wilson")
+    # the closed form leaves ~1e-17 rounding at the ends; an all-0 (all-1) bin has lo = 0 (hi = 1)
+    lo = np.where(n_grok == 0, 0.0, np.clip(lo, 0.0, 1.0))
+    hi = np.where(n_grok == n, 1.0, np.clip(hi, 0.0, 1.0))
+    return [{"wd": float(w), "p_grok": float(g / m), "n": int(m), "n_grok": int(g),
+             "wilson_lo": float(a), "wilson_hi": float(b), "p_fit": float(pf)}
+            for w, m, g, a, b, pf in zip(wd, n, n_grok, lo, hi, p_fit)]
+
+
+def _separation(wd: np.ndarray, y: np.ndarray) -> tuple[str, tuple[float, float]]:
+    """Classify the outcome pattern and bracket lambda_c from the data alone."""
+    if not y.any():
+        return "none_grokked", (float(wd.max()), float("inf"))
+    if y.all():
+        return "all_grokked", (0.0, float(wd.min()))
+    lo_fail, hi_fail = wd[~y].min(), wd[~y].max()
+    lo_grok, hi_grok = wd[y].min(), wd[y].max()
+    # In one dimension the logistic MLE exists iff the two classes overlap strictly.
+    if hi_fail <= lo_grok:
+        return "separable", (float(hi_fail), float(lo_grok))
+    if hi_grok <= lo_fail:  # grokking only at low lambda: separable the other way round
+        return "separable", (float(hi_grok), float(lo_fail))
+    return "ok", (float("nan"), float("nan"))
+
+
+def fit_critical_weight_decay(weight_decay, grokked, method: str = "paper", smoothing: float = 0.0,
+                              n_bootstrap: int = 1500, seed: int = 42) -> CriticalFit:
+    """Fit lambda_c (see the module docstring for both methods).
+
+    >>> wd = [0.001] * 10 + [0.01] * 10 + [0.1] * 10 + [1.0] * 10
+    >>> g = [0] * 10 + [0] * 7 + [1] * 3 + [1] * 9 + [0] + [1] * 10
+    >>> fit = fit_critical_weight_decay(wd, g, n_bootstrap=100)
+    >>> fit.status, round(fit.wd_c, 4), fit.bins[1]["p_grok"], fit.n_bootstrap_ok < 100
+    ('ok', 0.0189, 0.3, True)
+
+    Refits that do not converge (here resamples such as p = (0, 0.2, 1, 1), whose
+    least-squares optimum is a step) are dropped, as in the paper, and counted in ``warnings``.
+    """
+    if method not in ("paper", "glm"):
+        raise ValueError(f"method must be 'paper' or 'glm', got {method!r}")
+    if smoothing < 0 or not np.isfinite(smoothing):
+        raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing}")
+    if method == "glm" and smoothing:
+        raise ValueError("smoothing applies to the least-squares 'paper' method only; the GLM "
+                         "uses the per-run outcomes")
+    if n_bootstrap < 0:
+        raise ValueError("n_bootstrap must be >= 0")
+    wd_all = as_1d_float(weight_decay, "weight_decay")
+    y_all = as_bool_outcome(grokked, "grokked")
+    check_same_length(weight_decay=wd_all, grokked=y_all)
+
+    notes: list[str] = []
+    keep = (wd_all > 0) & (wd_all <= WD_MAX)
+    n_excluded = int((~keep).sum())
+    if n_excluded:
+        notes.append(f"excluded {n_excluded} run(s) with lambda <= 0 or lambda > {WD_MAX}")
+    wd, y = wd_all[keep], y_all[keep]
+    if wd.size == 0:
+        raise ValueError(f"no runs left with 0 < lambda <= {WD_MAX}")
+    wd_u, n, n_grok = group_bins(wd, y)
+    if wd_u.size < 2:
+        raise ValueError(f"need at least 2 distinct lambda bins to fit lambda_c, got {wd_u.size} "
+                         f"(lambda = {wd_u.tolist()})")
+    p_fit = _bin_rates(n, n_grok, smoothing)
+    bins = _wilson_bins(wd_u, n, n_grok, p_fit)
+    pattern, bracket = _separation(wd, y)
+    nan2 = (float("nan"), float("nan"))
+    common = dict(method=method, n_records=int(wd_all.size), n_fit=int(wd.size),
+                  n_excluded=n_excluded, smoothing=float(smoothing), bins=bins,
+                  wd_c_bracket=bracket, warnings=notes)
+
+    if pattern in ("all_grokked", "none_grokked"):
+        where = "below the smallest" if pattern == "all_grokked" else "above the largest"
+        notes.append(f"{pattern.replace('_', ' ')}: lambda_c is {where} lambda tested "
+                     f"and cannot be estimated; bracket {bracket}")
+        return CriticalFit(wd_c=float("nan"), k=float("nan"), wd_c_ci=nan2, n_bootstrap=None,
+                           n_bootstrap_ok=None, separable=True, status=pattern, **common)
+    separable = pattern == "separable"
+    if separable:
+        notes.append(f"separable outcomes (no overlap of grokked and non-grokked lambdas): "
+                     f"the logistic MLE does not exist; lambda_c is only known to lie in {bracket}")
+    if wd_u.size == 2:
+        notes.append("only 2 bins for a 2-parameter curve: no residual degrees of freedom")
+    if method == "glm":
+        return _fit_glm(wd, y, separable, common)
+    return _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common)
+
+
+def _curve_fit(log_wd, p, p0, maxfev):
+    with warnings.catch_warnings():
+        # OptimizeWarning = covariance not estimable (e.g. 2 bins); the point fit is still valid.
+        warnings.simplefilter("ignore", OptimizeWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # exp overflow for very steep trial k
+        popt, _ = curve_fit(logistic_log10, log_wd, p, p0=list(p0), maxfev=maxfev)
+    return float(popt[0]), float(popt[1])
+
+
+def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common) -> CriticalFit:
+    notes = common["warnings"]
+    try:
+        log_c, k = _curve_fit(np.log10(wd_u), p_fit, PAPER_P0, maxfev=5000)
+    except (RuntimeError, ValueError) as exc:
+        notes.append(f"least-squares fit did not converge: {exc}")
+        return CriticalFit(wd_c=float("nan"), k=float("nan"), wd_c_ci=(float("nan"),) * 2,
+                           n_bootstrap=n_bootstrap, n_bootstrap_ok=0, separable=separable,
+                           status="fit_failed", **common)
+    if k <= 0:
+        notes.append(f"fitted k = {k:.3g} <= 0: P(grok) falls with lambda on this grid")
+    if separable and smoothing == 0:
+        # Every resample of a step is a step too: the refits only echo p0, so the bootstrap
+        # interval would have ~zero width. Report no CI rather than a false one.
+        notes.append(f"paper fit on separable data: k = {k:.3g} and lambda_c within the bracket "
+                     f"are set by the optimiser's stopping point; bootstrap CI not computed")
+        n_bootstrap = 0
+
+    # Bootstrap exactly like the author's aggregator: runs grouped by lambda in order of first
+    # appearance, Python's Mersenne Twister, randrange(N) N times per resample.
+    order: dict[float, int] = {}
+    for w in wd:
+        order.setdefault(float(w), len(order))
+    groups = [[] for _ in order]
+    for w, g in zip(wd, y):
+        groups[order[float(w)]].append(int(g))
+    keys = list(order)
+    item_w = np.array([i for i, gs in enumerate(groups) for _ in gs])
+    item_g = np.array([g for gs in groups for g in gs], dtype=float)
+    rank = np.argsort(keys)  # bin indices in ascending lambda, as sorted(bb) does
+    log_keys = np.log10(np.array(keys))[rank]
+    rng, N = random.Random(seed), item_w.size
+    wdcs = []
+    for _ in range(n_bootstrap):
+        idx = np.fromiter((rng.randrange(N) for _ in range(N)), dtype=np.intp, count=N)
+        cnt = np.bincount(item_w[idx], minlength=len(keys))[rank]
+        gro = np.bincount(item_w[idx], weights=item_g[idx], minlength=len(keys))[rank]
+        present = cnt > 0
+        if present.sum() < 2:
+            continue
+        try:
+            lc, _ = _curve_fit(log_keys[present],
+                               _bin_rates(cnt[present], gro[present], smoothing), (log_c, k), 2000)
+        except (RuntimeError, ValueError):
+            continue  # non-converged refits are dropped, as in the paper
+        if abs(lc) < 300:  # 10**lc would overflow; such a refit is no estimate of lambda_c
+            wdcs.append(10.0 ** lc)
+    if n_bootstrap and len(wdcs) < n_bootstrap:
+        notes.append(f"{n_bootstrap - len(wdcs)} of {n_bootstrap} bootstrap refits dropped "
+                     f"(no convergence, or < 2 bins drawn)")
+    ci = tuple(float(v) for v in np.quantile(wdcs, [0.025, 0.975])) if len(wdcs) >= 2 \
+        else (float("nan"), float("nan"))
+    wd_c, status = _range_check(log_c, wd_u, notes)
+    return CriticalFit(wd_c=wd_c, k=k, wd_c_ci=ci, n_bootstrap=n_bootstrap,
+                       n_bootstrap_ok=len(wdcs), separable=separable,
+                       status="separable" if separable else status, **common)
+
+
+def _range_check(log_c: float, wd_u: np.ndarray, notes: list[str]) -> tuple[float, str]:
+    """10**log_c, flagged 'extrapolated' when lambda_c lies outside the tested lambdas."""
+    wd_c = 10.0 ** log_c if abs(log_c) < 300 else (0.0 if log_c < 0 else float("inf"))
+    if wd_u.min() <= wd_c <= wd_u.max():
+        return wd_c, "ok"
+    notes.append(f"lambda_c = {wd_c:.3g} lies outside the tested range [{wd_u.min():g}, "
+                 f"{wd_u.max():g}]: an extrapolation, not a measurement")
+    return wd_c, "extrapolated"
+
+
+def _fit_glm(wd, y, separable, common) -> CriticalFit:
+    import statsmodels.api as sm
+
+    notes = common["warnings"]
+    nan2 = (float("nan"), float("nan"))
+    if separable:
+        return CriticalFit(wd_c=float("nan"), k=float("nan"), wd_c_ci=nan2, n_bootstrap=None,
+                           n_bootstrap_ok=None, separable=True, status="separable", **common)
+    x = np.log10(wd)
+    yf = y.astype(float)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = sm.GLM(yf, sm.add_constant(x), family=sm.families.Binomial()).fit()
+    except (ValueError, np.linalg.LinAlgError) as exc:  # e.g. a singular information matrix
+        notes.append(f"GLM fit failed: {exc}")
+        return CriticalFit(wd_c=float("nan"), k=float("nan"), wd_c_ci=nan2, n_bootstrap=None,
+                           n_bootstrap_ok=None, separable=False, status="fit_failed", **common)
+    notes.extend(f"statsmodels: {w.message}" for w in caught
+                 if not issubclass(w.category, DeprecationWarning))
+    b0, b1 = (float(v) for v in res.params)
+    cov = np.asarray(res.cov_params())
+    theta = -b0 / b1
+    grad = np.array([-1.0 / b1, b0 / b1 ** 2])
+    se = float(np.sqrt(grad @ cov @ grad))
+    ci = tuple(float(v) for v in np.power(10.0, np.clip([theta - Z95 * se, theta + Z95 * se],
+                                                         -300, 300)))
+    if b1 <= 0:
+        notes.append(f"GLM slope k = {b1:.3g} <= 0: P(grok) falls with lambda on this grid")
+    prof = _profile_ci(x, yf, theta, float(res.llf), notes)
+    extra = {"glm": {"b0": b0, "b1": b1, "se_b0": float(np.sqrt(cov[0, 0])),
+                     "se_b1": float(np.sqrt(cov[1, 1])), "llf": float(res.llf),
+                     "log10_wd_c_se": se, "ci_method": "delta"},
+             "wd_c_ci_profile": list(prof)}
+    wd_c, status = _range_check(theta, np.unique(wd), notes)
+    return CriticalFit(wd_c=wd_c, k=b1, wd_c_ci=ci, n_bootstrap=None, n_bootstrap_ok=None,
+                       separable=False, status=status, extra=extra, **common)
+
+
+def _profile_ci(x, y, theta_hat, llf_max, notes) -> tuple[float, float]:
+    """Profile-likelihood 95% CI for lambda_c: logit P = k (x - theta), k profiled out."""
+    import statsmodels.api as sm
+
+    cut = chi2.ppf(0.95, 1) / 2.0
+
+    def excess(theta):
+        llf = sm.GLM(y, (x - theta)[:, None], family=sm.families.Binomial()).fit().llf
+        return (llf_max - llf) - cut
+
+    span = max(float(np.ptp(x)), 1.0)
+    bounds = []
+    for direction in (-1.0, 1.0):
+        prev, step, found = theta_hat, 0.05 * span, None  # excess(theta_hat) = -cut < 0
+        while step <= 4.0 * span:  # search up to 4 grid-widths past the estimate
+            cur = theta_hat + direction * step
+            if excess(cur) > 0:
+                root = brentq(excess, *sorted((prev, cur)), xtol=1e-10)
+                found = float(np.power(10.0, np.clip(root, -300, 300)))
+                break
+            prev, step = cur, step * 2.0
+        if found is None:
+            notes.append("profile-likelihood CI is open on one side (flat likelihood)")
+            found = 0.0 if direction < 0 else float("inf")
+        bounds.append(found)
+    return bounds[0], bounds[1]

@@ -1,0 +1,214 @@
+r"""Hypothesis tests and effect sizes used by the paper (intervention E12, A3/A7 comparisons).
+
+Paired comparison of outcomes a (control, e.g. group A) and b (treatment, e.g. group B),
+with d_i = b_i - a_i (so ``B_minus_A`` in ``intervention_stats.json`` is
+``paired_comparison(A, B)``)::
+
+    t = mean(d) / (sd(d) / sqrt(n))          paired t-test, df = n - 1 (scipy ttest_rel)
+    Wilcoxon signed-rank on d                (scipy defaults: zero differences dropped)
+    Cohen's d_z = mean(d) / sd(d, ddof=1)
+    95% CI of mean(d): bootstrap percentile interval (resample pairs, default_rng(seed))
+
+Two-sample statistics (x vs y)::
+
+    permutation test: obs = mean(x) - mean(y); p = (#{|perm| >= |obs|} + 1) / (n_perm + 1)
+    Cohen's d = (mean(x) - mean(y)) / s_pooled,
+        s_pooled^2 = ((n_x - 1) s_x^2 + (n_y - 1) s_y^2) / (n_x + n_y - 2)   (ddof = 1)
+    Pearson r with a Fisher-z CI: z = atanh(r) +- 1.96 / sqrt(n - 3)
+
+Multiple comparisons: ``correct`` wraps statsmodels ``multipletests`` (Bonferroni, Holm).
+
+>>> round(cohens_d([1.0, 2.0, 3.0], [0.0, 1.0, 2.0]), 6)
+1.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as sps
+
+from .arrays import as_1d_float, check_same_length, nan_to_none
+
+
+
+@dataclass
+class PairedComparison:
+    """Field names follow ``intervention_stats.json``; ``to_dict`` returns that schema."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    mean_diff: float
+    std_diff: float
+    t_stat: float
+    p_value_t: float
+    wilcoxon_p: float
+    ci_95_diff: tuple[float, float]
+    cohen_d: float
+    n_bootstrap: int
+    n_dropped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["ci_95_diff"] = list(self.ci_95_diff)
+        return nan_to_none(d)
+
+
+def paired_comparison(a, b, n_bootstrap: int = 10000, seed: int = 42,
+                      nan_policy: str = "raise") -> PairedComparison:
+    """Paired comparison of b against a (differences b - a).
+
+    ``nan_policy="omit"`` drops pairs with a NaN on either side (an excluded run) and counts
+    them in ``n_dropped``; the default raises.
+
+    >>> r = paired_comparison([1.0, 2.0, 3.0, 4.0], [1.5, 2.4, 3.7, 4.4], n_bootstrap=100)
+    >>> r.n, round(r.mean_diff, 3), r.t_stat > 0
+    (4, 0.5, True)
+    """
+    if nan_policy not in ("raise", "omit"):
+        raise ValueError("nan_policy must be 'raise' or 'omit'")
+    a = as_1d_float(a, "a", allow_nan=True)
+    b = as_1d_float(b, "b", allow_nan=True)
+    check_same_length(a=a, b=b)
+    finite = np.isfinite(a) & np.isfinite(b)
+    if not finite.all() and nan_policy == "raise":
+        raise ValueError(f"{int((~finite).sum())} pair(s) contain NaN/inf; pass "
+                         f"nan_policy='omit' to drop them")
+    n_dropped = int((~finite).sum())
+    a, b = a[finite], b[finite]
+    n = a.size
+    if n < 2:
+        raise ValueError(f"need at least 2 complete pairs, got {n}")
+    if n_bootstrap < 0:
+        raise ValueError("n_bootstrap must be >= 0")
+    diff = b - a
+    notes: list[str] = []
+    mean_d = float(diff.mean())
+    sd = float(diff.std(ddof=1))
+    if sd == 0:
+        # t and d are undefined (division by zero): report NaN, not +-inf.
+        notes.append("all differences are identical: t, p and Cohen's d are undefined")
+        t_stat = p_t = cohen = float("nan")
+    else:
+        res = sps.ttest_rel(b, a)
+        t_stat, p_t, cohen = float(res.statistic), float(res.pvalue), mean_d / sd
+    try:
+        w_p = float(sps.wilcoxon(diff).pvalue)
+    except ValueError as exc:  # all differences zero
+        notes.append(f"Wilcoxon undefined: {exc}")
+        w_p = float("nan")
+    if n_bootstrap:
+        rng = np.random.default_rng(seed)
+        # resample pairs (rows of 2,000 resamples at a time keep memory flat for large n)
+        means = np.concatenate([
+            diff[rng.integers(0, n, size=(min(2000, n_bootstrap - s), n))].mean(axis=1)
+            for s in range(0, n_bootstrap, 2000)])
+        ci = tuple(float(v) for v in np.percentile(means, [2.5, 97.5]))
+    else:
+        ci = (float("nan"), float("nan"))
+    return PairedComparison(n=n, mean_a=float(a.mean()), mean_b=float(b.mean()), mean_diff=mean_d,
+                            std_diff=sd, t_stat=t_stat, p_value_t=p_t, wilcoxon_p=w_p,
+                            ci_95_diff=ci, cohen_d=cohen, n_bootstrap=n_bootstrap,
+                            n_dropped=n_dropped, warnings=notes)
+
+
+def correct(pvalues, method: str = "bonferroni", alpha: float = 0.05):
+    """Family-wise correction: returns ``(reject, p_adjusted)`` numpy arrays.
+
+    >>> reject, p_adj = correct([0.01, 0.02, 0.04], "holm")
+    >>> reject.tolist(), p_adj.round(2).tolist()
+    ([True, True, True], [0.03, 0.04, 0.04])
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    if method not in ("bonferroni", "holm"):
+        raise ValueError(f"method must be 'bonferroni' or 'holm', got {method!r}")
+    p = as_1d_float(pvalues, "pvalues")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    reject, p_adj, _, _ = multipletests(p, alpha=alpha, method=method)
+    return np.asarray(reject, bool), np.asarray(p_adj, float)
+
+
+@dataclass
+class PermutationResult:
+    obs_diff: float
+    p: float
+    n_perm: int
+    alternative: str
+    n_x: int
+    n_y: int
+
+    def to_dict(self) -> dict:
+        return nan_to_none(dict(self.__dict__))
+
+
+def permutation_test(x, y, n_permutations: int = 10000, seed: int = 42,
+                     alternative: str = "two-sided") -> PermutationResult:
+    """Permutation test of mean(x) - mean(y) with the +1 correction (p >= 1/(n_perm + 1)).
+
+    >>> r = permutation_test([5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0], n_permutations=999)
+    >>> r.obs_diff, r.p < 0.05
+    (4.0, True)
+    """
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError("alternative must be 'two-sided', 'greater' or 'less'")
+    if n_permutations < 1:
+        raise ValueError("n_permutations must be >= 1")
+    x = as_1d_float(x, "x")
+    y = as_1d_float(y, "y")
+    pooled = np.concatenate([x, y])
+    nx, ny = x.size, y.size
+    obs = float(x.mean() - y.mean())
+    # Sums of the same numbers in another order differ in the last bits; without a tolerance an
+    # exact tie with obs (e.g. the identity permutation) could be missed.
+    eps = 1e-10 * max(float(np.abs(pooled).max()), 1e-300)
+    rng = np.random.default_rng(seed)
+    total, count = pooled.sum(), 0
+    for start in range(0, n_permutations, 2000):
+        m = min(2000, n_permutations - start)
+        perm = rng.permuted(np.broadcast_to(pooled, (m, pooled.size)), axis=1)
+        sx = perm[:, :nx].sum(axis=1)
+        d = sx / nx - (total - sx) / ny
+        if alternative == "two-sided":
+            count += int(np.sum(np.abs(d) >= abs(obs) - eps))
+        elif alternative == "greater":
+            count += int(np.sum(d >= obs - eps))
+        else:
+            count += int(np.sum(d <= obs + eps))
+    return PermutationResult(obs_diff=obs, p=(count + 1) / (n_permutations + 1),
+                             n_perm=n_permutations, alternative=alternative, n_x=nx, n_y=ny)
+
+
+def cohens_d(x, y) -> float:
+    """Two-sample Cohen's d with the pooled (ddof = 1) standard deviation."""
+    x = as_1d_float(x, "x")
+    y = as_1d_float(y, "y")
+    nx, ny = x.size, y.size
+    if nx + ny < 3 or min(nx, ny) < 1:
+        raise ValueError("need n_x + n_y >= 3 with both groups non-empty")
+    ss = float(np.sum((x - x.mean()) ** 2) + np.sum((y - y.mean()) ** 2))  # (n-1) s^2 each
+    pooled = np.sqrt(ss / (nx + ny - 2))
+    if pooled == 0:
+        raise ValueError("pooled standard deviation is 0: Cohen's d is undefined")
+    return float((x.mean() - y.mean()) / pooled)
+
+
+def pearson_r(x, y) -> dict:
+    """Pearson r, its p-value and a Fisher-z 95% CI (needs n >= 4).
+
+    >>> round(pearson_r([1, 2, 3, 4, 5], [2, 4, 5, 4, 5])["r"], 4)
+    0.7746
+    """
+    x = as_1d_float(x, "x", min_len=4)
+    y = as_1d_float(y, "y", min_len=4)
+    n = check_same_length(x=x, y=y)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        raise ValueError("a constant input has no correlation")
+    r, p = sps.pearsonr(x, y)
+    z, half = np.arctanh(np.clip(r, -1 + 1e-15, 1 - 1e-15)), 1.959963984540054 / np.sqrt(n - 3)
+    return {"r": float(r), "p": float(p), "n": n,
+            "ci_95": [float(np.tanh(z - half)), float(np.tanh(z + half))]}

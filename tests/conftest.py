@@ -1,0 +1,36 @@
+"""Shared fixtures: tiny configurations that train in seconds on CPU."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO.parent / "shared" / "reference"
+
+
+def load_yaml(name: str) -> dict:
+    with open(REPO / "configs" / name) as handle:
+        return yaml.safe_load(handle)
+
+
+def tiny_config(tmp_path: Path, max_epochs: int = 4, **model_overrides) -> dict:
+    """The canonical config shrunk: p = 23, 1 layer x 2 heads x d16 (seconds on CPU)."""
+    config = copy.deepcopy(load_yaml("canonical.yaml"))
+    config["seed_everything"] = 0
+    config["model"]["init_args"].update(d_model=16, n_layers=1, n_heads=2, d_ff=32, eval_every=2, eval_dense_until=2)
+    config["model"]["init_args"].update(model_overrides)
+    config["data"]["init_args"].update(p=23, batch_size=64)
+    config["trainer"].update(max_epochs=max_epochs, enable_progress_bar=False, log_every_n_steps=1)
+    config["trainer"]["logger"]["init_args"].update(save_dir=str(tmp_path), name="tiny", version="v0")
+    config["run"].update(profile="test", checkpoint_every=1)
+    config["grok"]["extra_epochs"] = None
+    return config
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return lambda **kw: tiny_config(tmp_path, **kw)
