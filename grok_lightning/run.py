@@ -4,8 +4,8 @@ This is the only place that wires those together. ``grok-lightning fit`` (the Li
 and every sweep launcher go through :class:`GrokCLI`, so a run behaves the same wherever it runs.
 
 What is always attached, in this order (the order matters for ``on_evaluation_end``):
-``ScheduledEvaluation`` -> ``GrokDetector`` -> user callbacks (diagnostics, interventions,
-detectors) -> ``RunRecorder`` -> ``ModelCheckpoint`` (``last.ckpt`` every
+``ScheduledEvaluation`` -> ``GrokDetector`` -> ``AttentionDiagnostics`` (GrokkingModule) -> user
+callbacks (interventions, detectors) -> ``RunRecorder`` -> ``ModelCheckpoint`` (``last.ckpt`` every
 ``run.checkpoint_every`` epochs, for resuming).
 """
 
@@ -20,7 +20,7 @@ from lightning.pytorch import LightningDataModule, LightningModule
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-from grok_lightning.callbacks import GrokDetector, RunRecorder, ScheduledEvaluation
+from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
 
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
 
@@ -36,6 +36,7 @@ class RunSettings:
         run_id: a stable id (sweeps derive it from the resolved config).
         flush_denormal: ``torch.set_flush_denormal(True)``: measured faster on CPU (README).
         threads: torch intra-op threads (``None`` keeps torch's default).
+        diagnostics: attach :class:`AttentionDiagnostics` (``--diagnostics.*`` configures it).
     """
 
     profile: str = "custom"
@@ -44,6 +45,7 @@ class RunSettings:
     run_id: str | None = None
     flush_denormal: bool = True
     threads: int | None = None
+    diagnostics: bool = True
 
 
 class GrokCLI(LightningCLI):
@@ -59,6 +61,7 @@ class GrokCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         parser.add_class_arguments(RunSettings, "run")
         parser.add_class_arguments(GrokDetector, "grok")
+        parser.add_class_arguments(AttentionDiagnostics, "diagnostics")
 
     def _section(self, name: str) -> dict:
         config = self.config.get(self.subcommand) if self.subcommand else self.config
@@ -73,7 +76,9 @@ class GrokCLI(LightningCLI):
         grok = self._section("grok")
         extra = kwargs.pop("callbacks", None) or []
         callbacks = [ScheduledEvaluation(), GrokDetector(**grok)]
-        callbacks += [c for c in extra]
+        if run.diagnostics and hasattr(self.model, "has_attention"):
+            callbacks.append(AttentionDiagnostics(**self._section("diagnostics")))
+        callbacks += list(extra)
         info = {"profile": run.profile, "run_id": run.run_id}
         callbacks.append(RunRecorder(record_path=run.record_path, run_info=info))
         if run.checkpoint_every > 0:

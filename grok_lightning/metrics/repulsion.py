@@ -105,7 +105,7 @@ def repulsion_statistics(features: Tensor, eta: float, n_pairs: int = 200) -> di
         "sign_match_paper": (torch.sign(b) == -torch.sign(cos64)).double().mean(),
         "sign_match_exact": (torch.sign(b) == -torch.sign(residual)).double().mean(),
         "frac_neg_B_pos_cos": (b[positive] < 0).double().mean() if positive.any() else torch.tensor(float("nan")),
-        "median_abs_cos": cos64.abs().median(),
+        "median_abs_cos": cos64.abs().quantile(0.5),  # numpy-style median (mean of the middle two)
         "j": j, "l": l, "cos": cos, "B": b, "residual_exact": residual,
     }
 
@@ -118,7 +118,7 @@ def frac_negative_b_on_positive_cos(features: Tensor, eta: float, n_pairs: int =
 def median_abs_cos(features: Tensor, n_pairs: int = 200) -> Tensor:
     """Median ``|cos|`` of the top-``n_pairs`` centred feature pairs (Xu's "median |cos|")."""
     centred = features.detach() - features.detach().mean(dim=0, keepdim=True)
-    return top_cosine_pairs(centred, n_pairs)[2].abs().median()
+    return top_cosine_pairs(centred, n_pairs)[2].abs().double().quantile(0.5)
 
 
 class RepulsionSignAgreement(Metric):

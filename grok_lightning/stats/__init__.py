@@ -15,6 +15,7 @@ from .arrays import records_to_arrays
 from .critical import CriticalFit, fit_critical_weight_decay, logistic_log10
 from .curves import (PowerLawFit, TanhFit, fit_saturation_models, fit_tanh_rise,
                      fit_time_to_grok_power_law, jackknife_ci, tanh_rise)
+from .phases import PhaseSummary, peak_entropy_std, phase_summary
 from .relaxation import (P_RELAX_LEVELS, PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, RelaxationFit,
                          adamw_bound, adamw_bound_table, fit_exponential_relaxation,
                          kappa_from_rate, relaxation_curve)
@@ -22,6 +23,7 @@ from .tests import (PairedComparison, PermutationResult, cohens_d, correct, pair
                     pearson_r, permutation_test)
 
 __all__ = [
+    "PhaseSummary", "peak_entropy_std", "phase_summary",
     "records_to_arrays",
     "CriticalFit", "fit_critical_weight_decay", "logistic_log10",
     "PowerLawFit", "TanhFit", "fit_saturation_models", "fit_tanh_rise",

@@ -1,0 +1,54 @@
+# grok_lightning: `make test` and `make reproduce-all` are the two commands a new user needs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch where this machine has one on disk; override e.g. `make install TORCH=torch`.
+TORCH ?= torch==2.13.0
+PROFILE ?= smoke
+OUT ?= reproduction
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig2 tensorboard lean benchmarks clean
+
+help: ## list targets
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed ## create .venv and install the package with dev extras
+
+test: install ## full test suite, including the slow real-training tests (what CI runs)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: install ## unit tests only (no real training)
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until it groks
+	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --trainer.enable_progress_bar false
+
+reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT)
+
+reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|paper)
+	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT)
+
+tensorboard: install ## TensorBoard on runs/ and reproduction/
+	$(VENV)/bin/tensorboard --logdir_spec runs:runs,reproduction:$(OUT) --bind_all
+
+lean: ## build the Lean 4 proofs when `lake` is installed (not part of CI)
+	@if command -v lake >/dev/null 2>&1; then cd lean && lake exe cache get && lake build; \
+	else echo "lean: skipped: 'lake' not found (install elan from GitHub; this repository's CI does not build Lean)"; fi
+
+benchmarks: install ## performance benchmarks (minutes; numbers go into README)
+	$(PY) benchmarks/lightning_overhead.py
+	$(PY) benchmarks/diagnostics_overhead.py
+
+clean: ## remove runs, reproduction outputs and the venv
+	rm -rf runs reproduction $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Figures are functions of results: records and fit results in, matplotlib Figure out."""
