@@ -1,0 +1,422 @@
+"""Launch a sweep's runs: local worker processes or Ray tasks, with progress and resume.
+
+Both launchers take the planned runs that are not final, turn each into a task
+(:func:`~grok_lightning.sweep.worker.make_task`) and call the same
+:func:`~grok_lightning.sweep.worker.execute_run` for it, so a run behaves the same wherever it
+runs. Running the same sweep again resumes it: final runs are skipped, the others restart from
+their ``last.ckpt`` (or from scratch), and a run never gets a second record.
+
+Local workers are ``multiprocessing`` ``spawn`` processes, each importing torch once and taking
+one run at a time from the launcher (so the launcher always knows which worker holds which run).
+A worker that dies (OOM, segfault) marks its run ``failed`` and is replaced. Workers exit when
+the launcher dies, even by SIGKILL, so no orphan keeps writing into a run directory.
+Ctrl-C or SIGTERM stops the sweep: running runs are marked ``interrupted`` and resume later.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+from grok_lightning.config import ConfigError
+from grok_lightning.records import FINAL_STATUSES
+from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
+from grok_lightning.sweep.store import SweepStore
+from grok_lightning.sweep.worker import execute_run, make_task, mark_failed, worker_main
+
+__all__ = ["SweepResult", "default_layout", "prepare", "run_sweep"]
+
+
+def default_layout(n_cpus: int | None = None) -> tuple[int, int]:
+    """``(workers, threads_per_worker)``: one single-threaded worker per core (measured faster
+    than one multi-threaded run for the small models here, see docs/sweeps.md)."""
+    n_cpus = n_cpus or os.cpu_count() or 1
+    return max(1, n_cpus), 1
+
+
+@dataclass
+class SweepResult:
+    """What a launch did: counts by final status of this session and the store's status line."""
+
+    root: Path
+    total: int
+    skipped: int
+    ran: int
+    statuses: dict[str, int] = field(default_factory=dict)
+    interrupted: bool = False
+    status_line: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.interrupted and not any(s not in FINAL_STATUSES for s in self.statuses if self.statuses[s])
+
+
+# --- progress -------------------------------------------------------------------------------------
+def _fmt_duration(seconds: float | None) -> str:
+    """``_fmt_duration(3725) == '1h02m05s'``."""
+    if seconds is None or seconds != seconds:
+        return "?"
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class Progress:
+    """done/total with an ETA: a redrawn bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, total: int, already: int, stream: TextIO | None = None, width: int = 28):
+        self.total, self.done, self.already = total, already, already  # done: final or finished here
+        self.stream = stream or sys.stdout
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.width = width
+        self.t0 = time.time()
+        self.running: set[str] = set()
+        self.failed = 0
+
+    def eta(self) -> float | None:
+        finished = self.done - self.already
+        remaining = self.total - self.done
+        if remaining <= 0:
+            return 0.0
+        if finished <= 0:
+            return None
+        return (time.time() - self.t0) / finished * remaining
+
+    def bar(self) -> str:
+        frac = self.done / self.total if self.total else 1.0
+        filled = int(round(frac * self.width))
+        return (f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
+                f"running {len(self.running)} | elapsed {_fmt_duration(time.time() - self.t0)} "
+                f"ETA {_fmt_duration(self.eta())}")
+
+    def message(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + text + "\n" + self.bar())
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def start(self, name: str) -> None:
+        self.running.add(name)
+        if self.tty:
+            self.stream.write("\r\033[K" + self.bar())
+            self.stream.flush()
+
+    def finish(self, summary: dict) -> None:
+        self.running.discard(summary["name"])
+        status = summary.get("status")
+        self.done += 1
+        detail = []
+        if summary.get("grok_epoch") is not None:
+            detail.append(f"grok@{summary['grok_epoch']}")
+        if summary.get("final_test_acc") is not None:
+            detail.append(f"test_acc {summary['final_test_acc']:.3f}")
+        if summary.get("wall_time_s"):
+            detail.append(_fmt_duration(summary["wall_time_s"]))
+        if summary.get("resumed_from"):
+            detail.append("resumed")
+        if summary.get("error") and status not in ("completed",):
+            detail.append(str(summary["error"])[:160])
+        line = (f"[{self.done}/{self.total}] {summary['name']}: {status}"
+                + (f" ({', '.join(detail)})" if detail else "")
+                + ("" if self.tty else f" | ETA {_fmt_duration(self.eta())}"))
+        self.message(line)
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + self.bar() + "\n")
+            self.stream.flush()
+
+
+# --- preparation ----------------------------------------------------------------------------------
+def prepare(target: str | Path, profile: str | None = None, out: str | Path | None = None,
+            extend: bool = False, validate: bool = True) -> tuple[Sweep, list, SweepStore]:
+    """Sweep file (or an existing sweep directory) -> ``(sweep, runs, store)``, all checked.
+
+    Nothing is written here; :func:`run_sweep` initializes the store under the lock.
+    """
+    target = Path(target)
+    if target.is_dir():
+        store = SweepStore(target if out is None else out)
+        if out is not None and Path(out).resolve() != target.resolve():
+            raise ConfigError(f"{target} is a sweep directory: resume it in place (drop --out)")
+        sweep = store.load_sweep()
+        if profile is not None and profile != sweep.profile:
+            raise ConfigError(f"{target} holds profile {sweep.profile!r}, not --profile={profile!r}")
+    else:
+        if not target.exists():
+            raise ConfigError(f"{target}: no such sweep file or directory")
+        sweep = load_sweep(target, profile)
+        suffix = f"-{sweep.profile}" if sweep.profile else ""
+        store = SweepStore(out if out is not None else Path("runs") / "sweeps" / f"{sweep.name}{suffix}")
+    runs = expand(sweep)
+    if validate:
+        validate_types(runs)
+    return sweep, runs, store
+
+
+def _settings(sweep: Sweep) -> dict:
+    return {"checkpoint_min_epochs": sweep.checkpoint_min_epochs, "checkpoint_every": sweep.checkpoint_every,
+            "keep_checkpoints": sweep.keep_checkpoints}
+
+
+# --- the launch -----------------------------------------------------------------------------------
+def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | None = None,
+              workers: int | None = None, threads_per_worker: int | None = None, launcher: str = "local",
+              address: str | None = None, gpus_per_run: float = 0.0, extend: bool = False,
+              stream: TextIO | None = None, only: Callable[[dict], bool] | None = None) -> SweepResult:
+    """Run (or resume) a sweep; return what happened. Raises ``ConfigError`` before any run
+    for a malformed sweep, a different grid in ``out`` or a sweep already running there.
+
+    ``workers=0`` runs in this process (no worker processes; for debugging).
+    """
+    stream = stream or sys.stdout
+    t0 = time.time()
+    default_workers, default_threads = default_layout()
+    threads = threads_per_worker or default_threads
+    if launcher not in ("local", "ray"):
+        raise ConfigError(f"--launcher={launcher!r}: must be one of local, ray")
+    if launcher == "ray":
+        _import_ray()
+    sweep, runs, store = prepare(target, profile, out, extend=extend)
+    with store.lock():
+        store.initialize(sweep, runs, extend=extend)
+        plan = store.load_plan()
+        if only is not None:
+            plan = [entry for entry in plan if only(entry)]
+        todo = [entry for entry in plan if store.status_of(entry["name"]) not in FINAL_STATUSES]
+        skipped = len(plan) - len(todo)
+        store.rebuild_index()
+        n_workers = default_workers if workers is None else workers
+        n_workers = min(n_workers, len(todo)) if n_workers else 0
+        where = f"{launcher}" + (f" {n_workers} worker(s) x {threads} thread(s)" if launcher == "local"
+                                 else f" ({address or 'local cluster'}, {threads} cpu(s)"
+                                      f"{f', {gpus_per_run} gpu(s)' if gpus_per_run else ''} per run)")
+        stream.write(f"sweep {sweep.name} (profile {sweep.profile}): {len(plan)} runs, {skipped} already final, "
+                     f"{len(todo)} to run on {where} -> {store.root}\n")
+        stream.flush()
+        tasks = [make_task(entry, store.root, _settings(sweep), threads) for entry in todo]
+        progress = Progress(len(plan), skipped, stream)
+        statuses: dict[str, int] = {}
+        interrupted = False
+        if tasks:
+            if launcher == "ray":
+                interrupted = _run_ray(tasks, progress, statuses, address, threads, gpus_per_run, store)
+            elif n_workers == 0:
+                interrupted = _run_inline(tasks, progress, statuses, store)
+            else:
+                interrupted = _run_local(tasks, progress, statuses, n_workers, threads, store)
+        progress.close()
+        index = store.rebuild_index()
+        line = store.status_line(index)
+    stream.write(f"{'interrupted: ' if interrupted else ''}{store.root}: {line}\n")
+    stream.flush()
+    return SweepResult(root=store.root, total=len(plan), skipped=skipped, ran=sum(statuses.values()),
+                       statuses=statuses, interrupted=interrupted, status_line=line, wall_s=time.time() - t0)
+
+
+def _count(statuses: dict, summary: dict) -> None:
+    statuses[summary.get("status")] = statuses.get(summary.get("status"), 0) + 1
+
+
+def _on_signals(handler):
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread
+            pass
+    return previous
+
+
+def _restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def _run_inline(tasks, progress, statuses, store) -> bool:
+    for task in tasks:
+        progress.start(task["name"])
+        summary = execute_run(task)
+        _count(statuses, summary)
+        progress.finish(summary)
+        store.rebuild_index()
+        if summary.get("interrupted"):
+            return True
+    return False
+
+
+def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    pending = list(tasks)
+    by_name = {task["name"]: task for task in tasks}
+    procs: dict[int, tuple] = {}  # worker id -> (process, its task queue)
+    holding: dict[int, str | None] = {}
+    stop = {"flag": False, "signal": None}
+    next_id = 0
+
+    def spawn():
+        nonlocal next_id
+        inbox = ctx.Queue()
+        proc = ctx.Process(target=worker_main, args=(next_id, inbox, results, threads, os.getpid()),
+                           name=f"grok-sweep-worker-{next_id}", daemon=True)
+        proc.start()
+        procs[next_id] = (proc, inbox)
+        holding[next_id] = None
+        next_id += 1
+
+    def dispatch(worker_id):
+        if pending and not stop["flag"]:
+            task = pending.pop(0)
+            holding[worker_id] = task["name"]
+            procs[worker_id][1].put(task)
+            progress.start(task["name"])
+        else:
+            holding[worker_id] = None
+            procs[worker_id][1].put(None)
+
+    def on_signal(signum, frame):
+        if not stop["flag"]:
+            stop["flag"], stop["signal"] = True, signum
+            progress.message(f"stopping: {signal.Signals(signum).name} received; interrupting running runs "
+                             f"(they resume from their checkpoint next time)")
+            for wid, (proc, _) in procs.items():
+                if holding.get(wid) and proc.is_alive() and signum == signal.SIGTERM:
+                    os.kill(proc.pid, signal.SIGINT)  # Ctrl-C reaches workers by itself
+
+    def handle(message) -> None:
+        kind, wid, name, payload = message
+        if kind == "ready":
+            dispatch(wid)
+        elif kind == "done":
+            holding[wid] = None
+            _count(statuses, payload)
+            progress.finish(payload)
+            store.rebuild_index()
+            if payload.get("interrupted"):
+                stop["flag"] = True  # the worker exits by itself after an interrupted run
+                return
+            dispatch(wid)
+
+    def drain() -> None:
+        while True:
+            try:
+                handle(results.get_nowait())
+            except queue.Empty:
+                return
+
+    previous = _on_signals(on_signal)
+    try:
+        for _ in range(n_workers):
+            spawn()
+        deadline = None
+        while procs:
+            if stop["flag"] and deadline is None:
+                deadline = time.time() + 60
+                for wid in list(procs):
+                    if holding.get(wid) is None:
+                        procs[wid][1].put(None)
+            if deadline is not None and time.time() > deadline:
+                break
+            try:
+                handle(results.get(timeout=0.5))
+                continue
+            except queue.Empty:
+                pass
+            for wid, (proc, _) in list(procs.items()):
+                if proc.is_alive() or proc.exitcode is None:
+                    continue
+                drain()  # a last "done" may still be in the queue
+                procs.pop(wid)
+                lost = holding.pop(wid, None)
+                if lost is not None:
+                    error = f"worker process died (exit code {proc.exitcode}) while training this run"
+                    record = mark_failed(by_name[lost], error)
+                    summary = {"name": lost, "status": record.get("status"), "error": error}
+                    _count(statuses, summary)
+                    progress.finish(summary)
+                    store.rebuild_index()
+                if pending and not stop["flag"]:
+                    spawn()
+    finally:
+        for proc, inbox in procs.values():
+            proc.join(timeout=10 if stop["flag"] else 30)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+        # a worker stopped mid-run left its record 'running': say so in the record
+        for wid, name in holding.items():
+            if name is not None and store.status_of(name) == "running":
+                mark_failed(by_name[name], "sweep stopped while this run was training", status="interrupted")
+        _restore(previous)
+    return bool(stop["flag"])
+
+
+# --- Ray ------------------------------------------------------------------------------------------
+def _import_ray():
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ConfigError("--launcher ray needs Ray: pip install 'grok_lightning[ray]' (or 'ray[default]')") from None
+    return ray
+
+
+def _run_ray(tasks, progress, statuses, address, threads, gpus_per_run, store) -> bool:
+    """Each run is one Ray task on a worker that sees the store's directory (shared filesystem)."""
+    ray = _import_ray()
+    from grok_lightning.sweep.worker import ray_execute
+
+    started_here = False
+    if not ray.is_initialized():
+        kwargs = {"address": address} if address else {"include_dashboard": False}
+        ray.init(ignore_reinit_error=True, log_to_driver=False, **kwargs)
+        started_here = True
+    remote = ray.remote(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)(ray_execute)
+    refs = {}
+    for task in tasks:
+        refs[remote.remote(task)] = task
+        progress.start(task["name"])
+    interrupted = False
+    stop = {"flag": False}
+
+    def on_signal(signum, frame):
+        stop["flag"] = True
+
+    previous = _on_signals(on_signal)
+    try:
+        while refs and not stop["flag"]:
+            done, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
+            for ref in done:
+                task = refs.pop(ref)
+                try:
+                    summary = ray.get(ref)
+                except Exception as err:  # worker crash, task error
+                    line = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+                    mark_failed(task, f"Ray task failed: {type(err).__name__}: {err}")
+                    summary = {"name": task["name"], "status": "failed", "error": line}
+                _count(statuses, summary)
+                progress.finish(summary)
+                store.rebuild_index()
+        if refs:
+            interrupted = True
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            for task in refs.values():
+                if store.status_of(task["name"]) == "running":
+                    mark_failed(task, "sweep stopped while this run was training", status="interrupted")
+    finally:
+        _restore(previous)
+        if started_here:
+            ray.shutdown()
+    return interrupted

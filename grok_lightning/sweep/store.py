@@ -1,0 +1,408 @@
+"""The results directory of one sweep.
+
+Layout::
+
+    DIR/
+      sweep.yaml          the resolved sweep (profile applied, base config inlined)
+      plan.json           every run: run_id, name, axis values, resolved config
+      index.json          status per run, rebuilt from the records at any time
+      .sweep.lock         held while a sweep runs here (pid, host); stale when that pid is gone
+      runs/<name>/        one directory per run (TensorBoard version dir of logger "runs"):
+        record.json       the one record of the run (atomic writes)
+        events.out.tfevents.*, config.yaml, hparams.yaml
+        checkpoints/last.ckpt   when the horizon reaches checkpoint_min_epochs
+        attempts.jsonl    one line per start of this run (pid, host, resumed from)
+        run.log           the run's stdout/stderr
+
+``runs/<name>`` is also what TensorBoard shows: ``tensorboard --logdir DIR/runs``.
+Records are the source of truth; ``index.json`` is a cache for people and tools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from grok_lightning.config import ConfigError
+from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, load_record, write_json_atomic
+from grok_lightning.sweep.grid import RunSpec, Sweep, get_dotted
+
+__all__ = ["COUNT_ORDER", "SweepLock", "SweepLockedError", "SweepStore", "collect", "write_table"]
+
+SWEEP_FILE = "sweep.yaml"
+PLAN_FILE = "plan.json"
+INDEX_FILE = "index.json"
+LOCK_FILE = ".sweep.lock"
+RUNS_DIR = "runs"
+ATTEMPTS_FILE = "attempts.jsonl"
+#: order of the status line; "done" is the record status "completed"
+COUNT_ORDER = ("completed", "running", "failed", "diverged", "interrupted", "excluded", "unreadable", "pending")
+COUNT_LABELS = {"completed": "done"}
+
+
+class SweepLockedError(ConfigError):
+    """Another live sweep holds this directory."""
+
+
+# --- lock -----------------------------------------------------------------------------------------
+def _proc_start(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def pid_alive(pid: int, host: str | None = None, proc_start: str | None = None) -> bool:
+    """Whether ``pid`` runs (on this host; another host's pid is assumed alive)."""
+    if host is not None and host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):
+        return False
+    if proc_start is not None:  # the pid was reused by another process
+        current = _proc_start(int(pid))
+        if current is not None and current != proc_start:
+            return False
+    return True
+
+
+class SweepLock:
+    """``DIR/.sweep.lock``: created exclusively; a lock whose pid is gone is stale and taken over."""
+
+    def __init__(self, root: str | Path):
+        self.path = Path(root) / LOCK_FILE
+        self.held = False
+
+    def holder(self) -> dict | None:
+        try:
+            with open(self.path) as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return {}
+
+    def is_held_by_live_process(self) -> bool:
+        holder = self.holder()
+        if holder is None:
+            return False
+        if not holder:  # being written right now, or garbage
+            return self._young()
+        return pid_alive(holder.get("pid", -1), holder.get("host"), holder.get("proc_start"))
+
+    def _young(self) -> bool:
+        try:
+            return time.time() - self.path.stat().st_mtime < 5
+        except FileNotFoundError:
+            return False
+
+    def acquire(self) -> "SweepLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": _proc_start(os.getpid()),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv}
+        for _ in range(5):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self.holder()
+                if self.is_held_by_live_process():
+                    holder = holder or {}
+                    raise SweepLockedError(
+                        f"{self.path.parent}: a sweep is already running here (pid {holder.get('pid', '?')} on "
+                        f"{holder.get('host', '?')}, started {holder.get('started', '?')}); stop it first, or "
+                        f"delete {self.path} if that process is gone") from None
+                stale = self.path.with_name(f"{LOCK_FILE}.stale.{os.getpid()}")
+                try:  # rename, not unlink: of two processes taking over, only one wins
+                    os.rename(self.path, stale)
+                    os.unlink(stale)
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w") as handle:
+                json.dump(info, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self.held = True
+            return self
+        raise SweepLockedError(f"{self.path}: could not take the sweep lock")
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        holder = self.holder() or {}
+        if holder.get("pid") == os.getpid():
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+        self.held = False
+
+    def __enter__(self) -> "SweepLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+# --- store ----------------------------------------------------------------------------------------
+class SweepStore:
+    """One sweep directory (see the module docstring for the layout)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+
+    # paths
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / RUNS_DIR
+
+    def run_dir(self, name: str) -> Path:
+        return self.runs_dir / name
+
+    def record_path(self, name: str) -> Path:
+        return self.run_dir(name) / RECORD_NAME
+
+    def checkpoint_path(self, name: str) -> Path:
+        return self.run_dir(name) / "checkpoints" / "last.ckpt"
+
+    def exists(self) -> bool:
+        return (self.root / PLAN_FILE).is_file()
+
+    def lock(self) -> SweepLock:
+        return SweepLock(self.root)
+
+    # the plan
+    def load_plan(self) -> list[dict]:
+        try:
+            with open(self.root / PLAN_FILE) as handle:
+                return json.load(handle)["runs"]
+        except FileNotFoundError:
+            raise ConfigError(f"{self.root}: not a sweep directory (no {PLAN_FILE}); start one with "
+                              f"`grok-lightning sweep run SWEEP_FILE --out {self.root}`") from None
+        except (ValueError, KeyError) as err:
+            raise ConfigError(f"{self.root / PLAN_FILE}: unreadable ({err})") from None
+
+    def load_sweep(self) -> Sweep:
+        try:
+            with open(self.root / SWEEP_FILE) as handle:
+                return Sweep.from_dict(yaml.safe_load(handle))
+        except FileNotFoundError:
+            raise ConfigError(f"{self.root}: not a sweep directory (no {SWEEP_FILE})") from None
+
+    def initialize(self, sweep: Sweep, runs: list[RunSpec], extend: bool = False) -> None:
+        """Write ``sweep.yaml`` and ``plan.json``; refuse a different grid unless ``extend``."""
+        new_ids = [r.run_id for r in runs]
+        if self.exists():
+            old = self.load_plan()
+            old_ids = [r["run_id"] for r in old]
+            if set(old_ids) == set(new_ids):
+                return
+            if not extend:
+                added = len(set(new_ids) - set(old_ids))
+                removed = len(set(old_ids) - set(new_ids))
+                raise ConfigError(
+                    f"{self.root} holds a different sweep ({added} run(s) not in it, {removed} of its runs "
+                    f"not in this grid); use another --out, resume it with `grok-lightning sweep run "
+                    f"{self.root}`, or pass --extend to adopt the new grid (existing runs are kept)")
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.runs_dir.mkdir(exist_ok=True)
+        text = yaml.safe_dump(sweep.to_dict(), sort_keys=False, default_flow_style=None)
+        tmp = self.root / f".{SWEEP_FILE}.tmp"
+        tmp.write_text("# written by grok-lightning sweep run: the resolved sweep (base config inlined)\n" + text)
+        os.replace(tmp, self.root / SWEEP_FILE)
+        write_json_atomic(self.root / PLAN_FILE, {"sweep": sweep.name, "profile": sweep.profile,
+                                                  "runs": [r.to_dict() for r in runs]})
+
+    # records
+    def read_record(self, name: str) -> dict | None:
+        """The run's record, ``None`` when it has none, ``{"status": "unreadable"}`` if broken."""
+        path = self.record_path(name)
+        if not path.exists():
+            return None
+        try:
+            return load_record(path)
+        except (ValueError, OSError) as err:
+            return {"status": "unreadable", "error": str(err)}
+
+    def status_of(self, name: str) -> str:
+        record = self.read_record(name)
+        return "pending" if record is None else str(record.get("status"))
+
+    def attempts(self, name: str) -> int:
+        try:
+            with open(self.run_dir(name) / ATTEMPTS_FILE) as handle:
+                return sum(1 for line in handle if line.strip())
+        except FileNotFoundError:
+            return 0
+
+    def rebuild_index(self) -> dict:
+        """Recompute ``index.json`` from the records (and write it atomically)."""
+        plan = self.load_plan()
+        runs = {}
+        counts = {status: 0 for status in COUNT_ORDER}
+        for entry in plan:
+            record = self.read_record(entry["name"])
+            status = "pending" if record is None else str(record.get("status"))
+            counts[status] = counts.get(status, 0) + 1
+            runs[entry["name"]] = {
+                "run_id": entry["run_id"], "status": status, "axes": entry.get("axes", {}),
+                "grok_epoch": (record or {}).get("grok_epoch"), "final_epoch": (record or {}).get("final_epoch"),
+                "final_test_acc": (record or {}).get("final_test_acc"),
+                "wall_time_s": (record or {}).get("wall_time_s"), "attempts": self.attempts(entry["name"]),
+                "error": _last_line((record or {}).get("error")),
+            }
+        planned = {entry["name"] for entry in plan}
+        extra = sorted(p.name for p in self.runs_dir.glob("*") if p.is_dir() and p.name not in planned) \
+            if self.runs_dir.exists() else []
+        index = {"root": str(self.root), "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
+                 "total": len(plan), "counts": counts, "runs": runs, "not_in_plan": extra}
+        write_json_atomic(self.root / INDEX_FILE, index)
+        return index
+
+    def status_line(self, index: dict | None = None) -> str:
+        index = index or self.rebuild_index()
+        counts = index["counts"]
+        parts = [f"{COUNT_LABELS.get(s, s)} {counts.get(s, 0)}" for s in COUNT_ORDER
+                 if s not in ("excluded", "unreadable") or counts.get(s)]
+        parts += [f"{s} {n}" for s, n in counts.items() if s not in COUNT_ORDER and n]
+        line = f"{index['total']} runs: " + ", ".join(parts)
+        if counts.get("running") and not self.lock().is_held_by_live_process():
+            line += " (no sweep is running here: the 'running' ones were killed; run the sweep again to resume them)"
+        return line
+
+    def final_names(self) -> set[str]:
+        return {e["name"] for e in self.load_plan() if self.status_of(e["name"]) in FINAL_STATUSES}
+
+
+def _last_line(text: Any) -> str | None:
+    if not text:
+        return None
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else None
+
+
+# --- collect --------------------------------------------------------------------------------------
+MAIN_COLUMNS = ("run_id", "name", "status", "wd", "seed", "operation", "p", "grok_epoch", "final_epoch",
+                "final_train_acc", "final_test_acc", "final_train_loss", "final_test_loss", "diverged_epoch",
+                "wall_time_s", "attempts", "in_plan", "error")
+_SKIP_RECORD_KEYS = {"history", "events", "environment", "config", "schema_version"}
+
+
+def _flatten(tree: Any, prefix: str) -> dict:
+    flat: dict[str, Any] = {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(tree, (list, tuple)):
+        flat[prefix] = json.dumps(list(tree))
+    elif tree is None or isinstance(tree, (int, float, str, bool)):
+        flat[prefix] = tree
+    else:
+        flat[prefix] = str(tree)
+    return flat
+
+
+def _row(record: dict | None, entry: dict | None, attempts: int | None, in_plan: bool) -> dict:
+    record = record or {}
+    config = record.get("config") if isinstance(record.get("config"), dict) else {}
+    plan_config = (entry or {}).get("config", {})
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+
+    def pick(value, key):
+        return value if value is not None else get_dotted(plan_config, key, None)
+
+    row: dict[str, Any] = {
+        "run_id": record.get("run_id") or config.get("run_id") or (entry or {}).get("run_id"),
+        "name": (entry or {}).get("name") or record.get("name"),
+        "status": record.get("status", "pending") if record else "pending",
+        "wd": pick(config.get("wd"), "model.init_args.weight_decay"),
+        "seed": pick(config.get("seed"), "seed_everything"),
+        "operation": pick(data.get("operation"), "data.init_args.operation"),
+        "p": pick(data.get("p"), "data.init_args.p"),
+    }
+    for key in MAIN_COLUMNS[7:15]:
+        row[key] = record.get(key)
+    row["attempts"] = attempts
+    row["in_plan"] = in_plan
+    row["error"] = _last_line(record.get("error"))
+    for key, value in record.items():
+        if key in row or key in _SKIP_RECORD_KEYS:
+            continue
+        if value is None or isinstance(value, (int, float, str, bool)):
+            row[key] = value
+    row.update(_flatten(config, "config"))
+    return row
+
+
+def collect(root: str | Path, include_pending: bool = True):
+    """Records below ``root`` -> one ``pandas.DataFrame`` row per run (see ``MAIN_COLUMNS``).
+
+    For a sweep directory, every planned run has a row (``pending`` when it has no record yet)
+    and records of runs outside the plan are added with ``in_plan = False``. Any other directory:
+    one row per ``record.json`` below it.
+    """
+    import pandas as pd
+
+    store = SweepStore(root)
+    rows = []
+    if store.exists():
+        plan = store.load_plan()
+        planned = set()
+        for entry in plan:
+            planned.add(entry["name"])
+            record = store.read_record(entry["name"])
+            if record is None and not include_pending:
+                continue
+            rows.append(_row(record, entry, store.attempts(entry["name"]), True))
+        if store.runs_dir.exists():
+            for path in sorted(store.runs_dir.glob(f"*/{RECORD_NAME}")):
+                if path.parent.name not in planned:
+                    rows.append(_row(store.read_record(path.parent.name), {"name": path.parent.name},
+                                     store.attempts(path.parent.name), False))
+    else:
+        root = Path(root)
+        if not root.is_dir():
+            raise ConfigError(f"{root}: no such directory")
+        for path, record in iter_records(root):
+            rows.append(_row(record, {"name": path.parent.name}, None, False))
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=list(MAIN_COLUMNS))
+    first = [c for c in MAIN_COLUMNS if c in frame.columns]
+    others = [c for c in frame.columns if c not in first and not c.startswith("config.")]
+    config_cols = sorted(c for c in frame.columns if c.startswith("config."))
+    return frame[first + others + config_cols]
+
+
+def write_table(frame, out: str | Path) -> tuple[Path, str | None]:
+    """Write ``.csv`` or ``.parquet``; without pyarrow, parquet falls back to CSV with a note."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    suffix = out.suffix.lower()
+    if suffix == ".csv":
+        frame.to_csv(out, index=False)
+        return out, None
+    if suffix in (".parquet", ".pq"):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            csv = out.with_suffix(".csv")
+            frame.to_csv(csv, index=False)
+            return csv, f"pyarrow is not installed, so wrote CSV to {csv} instead of {out} (pip install pyarrow for parquet)"
+        frame.to_parquet(out, index=False)
+        return out, None
+    raise ConfigError(f"--out={str(out)!r}: use a .csv or .parquet file name")
+

@@ -1,0 +1,363 @@
+"""One run of a sweep, executed where a launcher puts it (a local worker process or a Ray task).
+
+:func:`execute_run` is the whole per-run protocol, the same for every launcher:
+
+1. A run whose record is final (completed / diverged / excluded) is never trained again.
+2. Otherwise, when ``checkpoints/last.ckpt`` exists and loads, training resumes from it: the
+   recorder's state is in the checkpoint, so the same record continues (one record per run).
+   Without a usable checkpoint the run directory is emptied and the run starts from scratch.
+3. Any exception marks the run ``failed`` with its traceback in the record, written here when
+   the run raised before its recorder existed (e.g. a ``ConfigError`` at construction).
+   Ctrl-C / SIGINT leaves ``interrupted``; a NaN loss ``diverged`` (the recorder's doing).
+
+Keep this module's top-level imports light: worker processes start with ``spawn`` and set their
+thread limits before torch is imported.
+
+Standalone (one run, e.g. from an external scheduler)::
+
+    python -m grok_lightning.sweep.worker --task task.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, new_record, write_json_atomic
+
+__all__ = ["execute_run", "make_task", "record_config", "mark_failed", "worker_main"]
+
+ATTEMPTS_FILE = "attempts.jsonl"
+OWNER_FILE = ".owner"
+LOG_FILE = "run.log"
+KEEP_ON_RESTART = {ATTEMPTS_FILE, OWNER_FILE}
+
+
+# --- placing a run in the store ----------------------------------------------------------------
+def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int | None) -> dict:
+    """A planned run -> a task: its config placed in ``<store>/runs/<name>/`` (logger, record,
+    checkpoints, threads). ``settings`` has ``checkpoint_min_epochs``, ``checkpoint_every`` and
+    ``keep_checkpoints`` from the sweep."""
+    import copy
+
+    from grok_lightning.sweep.grid import get_dotted, max_epochs_of, set_dotted
+
+    config = copy.deepcopy(entry["config"])
+    root = Path(store_root).resolve()
+    run_dir = root / "runs" / entry["name"]
+    logger = get_dotted(config, "trainer.logger", None)
+    if not isinstance(logger, dict) or "class_path" not in logger:
+        logger = {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"default_hp_metric": False}}
+    logger = copy.deepcopy(logger)
+    logger.setdefault("init_args", {}).update(save_dir=str(root), name="runs", version=entry["name"])
+    set_dotted(config, "trainer.logger", logger)
+    set_dotted(config, "trainer.enable_progress_bar", False)
+    set_dotted(config, "run.record_path", str(run_dir / RECORD_NAME))
+    set_dotted(config, "run.run_id", entry["run_id"])
+    if threads:
+        set_dotted(config, "run.threads", int(threads))
+    horizon = max_epochs_of(config)
+    every = settings.get("checkpoint_every") or get_dotted(config, "run.checkpoint_every", None) or 50
+    min_epochs = int(settings.get("checkpoint_min_epochs", 100) or 0)
+    use_checkpoints = horizon is None or horizon >= min_epochs
+    set_dotted(config, "run.checkpoint_every", int(every) if use_checkpoints else 0)
+    return {"name": entry["name"], "run_id": entry["run_id"], "run_dir": str(run_dir), "config": config,
+            "keep_checkpoints": bool(settings.get("keep_checkpoints", True)), "threads": threads}
+
+
+def record_config(config: dict) -> dict:
+    """The record's ``config`` block for a run that failed before its recorder existed
+    (the same fields the recorder writes, taken from the resolved config)."""
+    model = dict((config.get("model") or {}).get("init_args") or {})
+    data = dict((config.get("data") or {}).get("init_args") or {})
+    run = dict(config.get("run") or {})
+    class_path = str((config.get("model") or {}).get("class_path", ""))
+    return {
+        "wd": model.get("weight_decay", model.get("eta")),
+        "seed": config.get("seed_everything"),
+        "max_epochs": (config.get("trainer") or {}).get("max_epochs"),
+        "module": class_path.rpartition(".")[2] or None,
+        "model": model,
+        "data": data,
+        "profile": run.get("profile"),
+        "run_id": run.get("run_id"),
+    }
+
+
+def _read(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return load_record(path)
+    except (ValueError, OSError):
+        return {"status": "unreadable"}
+
+
+def mark_failed(task: dict, error: str, status: str = "failed") -> dict:
+    """Write ``status`` (failed/interrupted) into the run's record, creating it if needed.
+
+    A record the recorder already marked ``failed`` keeps its own traceback.
+    """
+    path = Path(task["run_dir"]) / RECORD_NAME
+    record = _read(path)
+    if record is None or record.get("status") == "unreadable":
+        record = new_record(record_config(task["config"]), run_id=task["run_id"], name=task["name"])
+    if record.get("status") == status and record.get("error"):
+        return record
+    if record.get("status") in FINAL_STATUSES:
+        return record
+    record["status"] = status
+    record["error"] = error[-4000:] if error else record.get("error")
+    record.setdefault("name", task["name"])
+    write_json_atomic(path, record)
+    return record
+
+
+# --- helpers --------------------------------------------------------------------------------------
+def error_line(err: BaseException) -> str:
+    """One line for an exception: a ``ConfigError`` anywhere in the chain wins (jsonargparse wraps
+    the modules' validation errors in its own multi-line messages)."""
+    from grok_lightning.config import ConfigError
+
+    seen: set[int] = set()
+    node: BaseException | None = err
+    while node is not None and id(node) not in seen:
+        if isinstance(node, ConfigError):
+            return f"ConfigError: {node}"
+        seen.add(id(node))
+        node = node.__cause__ or node.__context__
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def _checkpoint_usable(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        import torch
+
+        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+        return isinstance(checkpoint, dict) and "state_dict" in checkpoint
+    except Exception:
+        return False
+
+
+def _clean(run_dir: Path) -> None:
+    for child in run_dir.iterdir():
+        if child.name in KEEP_ON_RESTART:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _owner_alive(run_dir: Path) -> dict | None:
+    from grok_lightning.sweep.store import pid_alive
+
+    try:
+        owner = json.loads((run_dir / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
+        return None
+    if owner.get("host") != socket.gethostname():
+        return None  # another machine (Ray): the sweep lock is what keeps runs single
+    return owner if pid_alive(owner.get("pid", -1), owner.get("host"), owner.get("proc_start")) else None
+
+
+@contextlib.contextmanager
+def _output_to(path: Path, enabled: bool = True):
+    """Send this process's stdout/stderr (file descriptors 1 and 2) to ``path`` for the run."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _log_tail(run_dir: Path, n: int = 15) -> str:
+    try:
+        lines = (run_dir / LOG_FILE).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def _summary(task: dict, record: dict | None, **extra) -> dict:
+    record = record or {}
+    error = record.get("error")
+    summary = {
+        "name": task["name"], "run_id": task["run_id"], "status": record.get("status", "pending"),
+        "grok_epoch": record.get("grok_epoch"), "final_epoch": record.get("final_epoch"),
+        "final_test_acc": record.get("final_test_acc"), "wall_time_s": record.get("wall_time_s"),
+        "error": str(error).strip().splitlines()[-1] if error else None,
+        "skipped": False, "interrupted": False, "resumed_from": None,
+    }
+    summary.update(extra)
+    return summary
+
+
+# --- the protocol ---------------------------------------------------------------------------------
+def execute_run(task: dict, capture_output: bool = True) -> dict:
+    """Run (or resume, or skip) one task; return a short summary. Never raises for a run failure."""
+    run_dir = Path(task["run_dir"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record_path = run_dir / RECORD_NAME
+    prior = _read(record_path)
+    if prior is not None and prior.get("status") in FINAL_STATUSES:
+        return _summary(task, prior, skipped=True)
+    owner = _owner_alive(run_dir)
+    if owner is not None:
+        return _summary(task, prior, status="busy", skipped=True,
+                        error=f"run is being trained by live pid {owner.get('pid')}; left alone")
+
+    from grok_lightning.sweep.store import _proc_start
+
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
+    ckpt_path = str(ckpt) if _checkpoint_usable(ckpt) else None
+    if ckpt_path is None:
+        _clean(run_dir)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": _proc_start(os.getpid())}
+    (run_dir / OWNER_FILE).write_text(json.dumps(me))
+    with open(run_dir / ATTEMPTS_FILE, "a") as handle:
+        handle.write(json.dumps({**me, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                 "resumed_from": ckpt_path, "prior_status": (prior or {}).get("status")}) + "\n")
+    interrupted = False
+    try:
+        with _output_to(run_dir / LOG_FILE, capture_output):
+            if ckpt_path:
+                print(f"[grok-lightning sweep] resuming {task['name']} from {ckpt_path}", flush=True)
+            from grok_lightning.run import run_config
+
+            run_config(task["config"], ckpt_path=ckpt_path)
+    except KeyboardInterrupt:
+        interrupted = True
+        mark_failed(task, "KeyboardInterrupt", status="interrupted")
+    except SystemExit as err:  # Lightning turns Ctrl-C into SystemExit(1); jsonargparse exits 2
+        record = _read(record_path)
+        if record is not None and record.get("status") == "interrupted":
+            interrupted = True
+        else:
+            mark_failed(task, f"SystemExit({err.code}) while running; end of run.log:\n{_log_tail(run_dir)}")
+    except BaseException as err:  # noqa: BLE001 - every failure becomes a record, the sweep goes on
+        mark_failed(task, f"{traceback.format_exc().rstrip()}\nerror: {error_line(err)}")
+    finally:
+        (run_dir / OWNER_FILE).unlink(missing_ok=True)
+    record = _read(record_path)
+    if record is not None and record.get("status") == "running":  # should not happen; never leave it
+        record = mark_failed(task, "run ended without a final status")
+    status = (record or {}).get("status")
+    if status in FINAL_STATUSES and not task.get("keep_checkpoints", True):
+        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+    return _summary(task, record, interrupted=interrupted, resumed_from=ckpt_path)
+
+
+# --- worker processes -----------------------------------------------------------------------------
+def limit_threads(threads: int | None) -> None:
+    """Set thread limits before torch is imported (and torch's, if it already is)."""
+    if threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = str(threads)
+        if "torch" in sys.modules:
+            import torch
+
+            torch.set_num_threads(int(threads))
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Exit when the launching process dies (even by SIGKILL), so no orphan keeps training a
+    run that a resumed sweep is about to restart: PR_SET_PDEATHSIG on Linux, a watchdog thread
+    everywhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watchdog").start()
+
+
+def worker_main(worker_id: int, tasks, results, threads: int | None, parent_pid: int) -> None:
+    """Loop of one local worker process: take a task, run it, report, until ``None``."""
+    die_with_parent(parent_pid)
+    limit_threads(threads)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # idle: the launcher decides
+    import torch  # noqa: F401  (import once, up front, with the limits above)
+
+    limit_threads(threads)
+    results.put(("ready", worker_id, None, os.getpid()))
+    while True:
+        task = tasks.get()
+        if task is None:
+            break
+        results.put(("start", worker_id, task["name"], os.getpid()))
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            summary = execute_run(task)
+        except BaseException as err:  # noqa: BLE001
+            summary = {"name": task["name"], "run_id": task["run_id"], "status": "failed",
+                       "error": f"{type(err).__name__}: {err}", "interrupted": isinstance(err, KeyboardInterrupt)}
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        results.put(("done", worker_id, task["name"], summary))
+        if summary.get("interrupted"):
+            break
+
+
+def ray_execute(task: dict) -> dict:
+    """The Ray task body (module-level so Ray ships it by reference)."""
+    limit_threads(task.get("threads"))
+    return execute_run(task)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m grok_lightning.sweep.worker",
+                                     description="Run one sweep task (JSON from grok_lightning.sweep.worker.make_task).")
+    parser.add_argument("--task", required=True, help="task JSON file")
+    parser.add_argument("--no-capture", action="store_true", help="keep output on this terminal")
+    args = parser.parse_args(argv)
+    with open(args.task) as handle:
+        task = json.load(handle)
+    limit_threads(task.get("threads"))
+    summary = execute_run(task, capture_output=not args.no_capture)
+    print(json.dumps(summary))
+    return 0 if summary["status"] in FINAL_STATUSES else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

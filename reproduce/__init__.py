@@ -1,0 +1,1 @@
+"""Reproduction targets: each module runs one figure (sweep -> statistics -> figure -> report rows)."""

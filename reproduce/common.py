@@ -1,0 +1,57 @@
+"""Glue shared by the figure targets: run a sweep, load its records, describe a configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from grok_lightning.records import iter_records, write_json_atomic
+
+REPO = Path(__file__).resolve().parents[1]
+SWEEPS = REPO / "configs" / "sweeps"
+
+
+def parse_args(doc: str, argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--profile", choices=("smoke", "paper"), default="smoke")
+    parser.add_argument("--out", default="reproduction", help="output root (default: reproduction/)")
+    parser.add_argument("--workers", type=int, default=None, help="local sweep workers (default: one per core)")
+    return parser.parse_args(argv)
+
+
+def sweep_records(sweep_file: str, profile: str, out: Path, workers: int | None = None) -> list[dict]:
+    """Run (or resume) a sweep into ``out/sweep`` and return the records of its runs."""
+    from grok_lightning.sweep.launchers import run_sweep
+
+    run_sweep(SWEEPS / sweep_file, profile=profile, out=out / "sweep", workers=workers)
+    return [record for _, record in iter_records(out / "sweep" / "runs")]
+
+
+def describe(record: dict) -> str:
+    """Every hyperparameter of a run in one caption line (from its record, never typed in)."""
+    c = record["config"]
+    m, d = c.get("model", {}), c.get("data", {})
+    shape = f"{m.get('n_layers')}L x {m.get('n_heads')}H, d {m.get('d_model')}, d_ff {m.get('d_ff')}"
+    return (f"p={d.get('p')} {d.get('operation')} frac={d.get('train_fraction')} batch={d.get('batch_size')}; "
+            f"{m.get('arch')} {shape}, init {m.get('init')}; AdamW lr {m.get('lr')} betas {tuple(m.get('betas', ()))} "
+            f"wd on {m.get('weight_decay_scope')}; eval every {m.get('eval_every')} (dense to {m.get('eval_dense_until')})")
+
+
+def median_ci(values, n_bootstrap: int = 2000, seed: int = 0) -> tuple[float, list[float] | None]:
+    """Median and its percentile-bootstrap 95% CI (None with fewer than 3 values)."""
+    values = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if len(values) == 0:
+        return float("nan"), None
+    if len(values) < 3:
+        return float(np.median(values)), None
+    rng = np.random.default_rng(seed)
+    medians = np.median(rng.choice(values, size=(n_bootstrap, len(values)), replace=True), axis=1)
+    return float(np.median(values)), [float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))]
+
+
+def write_outputs(out: Path, summary: dict, rows: list[dict]) -> None:
+    write_json_atomic(out / "summary.json", summary)
+    (out / "rows.json").write_text(json.dumps(rows, indent=1))

@@ -1,0 +1,54 @@
+"""Fig. 2: two-phase dynamics (test accuracy, s_bar, sigma_H over epochs, median and IQR over seeds).
+
+    python -m reproduce.fig2 --profile smoke|paper --out reproduction
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grok_lightning.plots.common import caption
+from grok_lightning.plots.figures import FIG2_PAPER, figure_two_phase
+from grok_lightning.stats import phase_summary
+from reproduce.common import describe, median_ci, parse_args, sweep_records, write_outputs
+from reproduce.report import row
+
+PAPER = "2605.20441 Fig. 2"
+
+
+def main(argv=None) -> Path:
+    args = parse_args(__doc__, argv)
+    out = Path(args.out) / "fig2"
+    records = sweep_records("fig2.yaml", args.profile, out, args.workers)
+    usable = [r for r in records if r["status"] == "completed"]
+    seeds = sorted(r["config"]["seed"] for r in usable)
+    per_seed = {str(r["config"]["seed"]): phase_summary(r["history"], r["grok_epoch"]).to_dict() for r in usable}
+    horizon = max(r["config"]["max_epochs"] for r in usable)
+    stop = records[0]["config"].get("grok", {}) if records else {}
+    details = (f"lambda = {usable[0]['config']['wd']}, seeds {seeds} (n = {len(usable)}), horizon {horizon} epochs"
+               f"{', stop 100 epochs after grokking' if args.profile == 'smoke' else ''}\n{describe(usable[0])}")
+    differs = None if args.profile == "paper" else "4 seeds (paper 50); runs stop after grokking, so Phase 2 (1,000-3,000) is not reached"
+    fig = figure_two_phase(usable, caption(args.profile, details, differs))
+    fig.savefig(out / "fig2_two_phase.png", dpi=130)
+    column = lambda key: [s[key] for s in per_seed.values()]
+    rows = []
+    for key, paper_value, quantity in (
+        ("s_bar_start", FIG2_PAPER["s_bar_start"], "s_bar at initialisation (median over seeds)"),
+        ("s_bar_peak", FIG2_PAPER["s_bar_peak"], "Phase-1 s_bar peak around grokking (median)"),
+        ("s_bar_min_after_grok", FIG2_PAPER["s_bar_dip"], "s_bar minimum after the Phase-1 peak (median)"),
+        ("peak_entropy_std", 0.095, "peak sigma_H, epochs > 100 (median)"),
+        ("grok_epoch", 125, "t_grok at lambda = 1 (median; paper 120-130)"),
+    ):
+        value, ci = median_ci(column(key))
+        note = "" if args.profile == "paper" else "smoke: horizon ends ~100 epochs after grokking"
+        rows.append(row(PAPER, quantity, paper_value, value, args.profile, len(usable), ours_ci=ci, note=note))
+    summary = {"profile": args.profile, "seeds": seeds, "horizon": horizon, "n_runs": len(records),
+               "statuses": {r["run_id"] or r["name"]: r["status"] for r in records}, "per_seed": per_seed,
+               "config": usable[0]["config"] if usable else None}
+    write_outputs(out, summary, rows)
+    print(f"fig2: {out / 'fig2_two_phase.png'}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""reproduction/REPORT.md from the rows and figures each target wrote in this invocation.
+
+Each target writes ``<out>/<target>/rows.json``: a list of rows
+``{paper, quantity, paper_value, paper_ci, ours, ours_ci, profile, n, note}``. Numbers come from
+run records and fit JSONs of the run that just happened; nothing here is typed in. The verdict is
+computed: ``CIs overlap`` / ``CIs differ`` when both sides have intervals, ``paper value inside
+our CI`` / ``outside our CI`` when only ours has one, ``not run`` when we have no value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+__all__ = ["verdict", "write_report", "row"]
+
+
+def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=None, ours_ci=None, note: str = "") -> dict:
+    return dict(paper=paper, quantity=quantity, paper_value=paper_value, paper_ci=paper_ci, ours=ours,
+                ours_ci=ours_ci, profile=profile, n=n, note=note)
+
+
+def _finite(x) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def verdict(r: dict) -> str:
+    """
+    >>> verdict(row("p", "q", 0.0158, 0.02, "smoke", 10, [0.0109, 0.02], [0.015, 0.03]))
+    'CIs overlap'
+    >>> verdict(row("p", "q", 0.0158, 0.3, "smoke", 10, [0.0109, 0.02], [0.2, 0.4]))
+    'CIs differ'
+    >>> verdict(row("p", "q", 0.5, None, "smoke", 0))
+    'not run'
+    """
+    ours, ours_ci, paper_ci = r.get("ours"), r.get("ours_ci"), r.get("paper_ci")
+    if not _finite(ours):
+        return "not run"
+    has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)
+    if has(ours_ci) and has(paper_ci):
+        return "CIs overlap" if ours_ci[0] <= paper_ci[1] and paper_ci[0] <= ours_ci[1] else "CIs differ"
+    if has(ours_ci) and _finite(r.get("paper_value")):
+        return "paper value inside our CI" if ours_ci[0] <= r["paper_value"] <= ours_ci[1] else "paper value outside our CI"
+    if _finite(r.get("paper_value")):
+        diff = ours - r["paper_value"]
+        return f"no CI; ours - paper = {diff:+.3g}"
+    return "reported (no paper value)"
+
+
+def _fmt(value, ci=None) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    text = f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
+    if ci is not None and len(ci) == 2 and all(_finite(v) for v in ci):
+        text += f" [{ci[0]:.4g}, {ci[1]:.4g}]"
+    return text
+
+
+def write_report(out: Path, timings: dict[str, float], profile: str) -> Path:
+    out = Path(out)
+    lines = [
+        "# Reproduction report",
+        "",
+        f"Profile: **{profile}**. Every number below was read from the run records and fit JSONs written by this",
+        "invocation of `make reproduce-all`; the paper values are the published ones (with their CIs).",
+        "`smoke` runs are shrunk to 2 CPU cores: compare them with the paper qualitatively, and read each row's note.",
+        "",
+        "| paper / figure | quantity | paper | ours | profile | n | verdict | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    figures = []
+    for target in sorted(p for p in out.iterdir() if (p / "rows.json").exists()):
+        for r in json.loads((target / "rows.json").read_text()):
+            lines.append(
+                f"| {r['paper']} | {r['quantity']} | {_fmt(r['paper_value'], r.get('paper_ci'))} | "
+                f"{_fmt(r['ours'], r.get('ours_ci'))} | {r['profile']} | {r['n']} | {verdict(r)} | {r.get('note', '')} |"
+            )
+        figures += sorted(target.glob("*.png"))
+    lines += ["", "## Figures", ""]
+    for png in figures:
+        lines += [f"### {png.parent.name}: {png.stem}", "", f"![{png.stem}]({png.relative_to(out)})", ""]
+    lines += ["## Wall time per target", "", "| target | seconds |", "|---|---|"]
+    lines += [f"| {name} | {seconds:.0f} |" for name, seconds in timings.items()]
+    path = out / "REPORT.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
