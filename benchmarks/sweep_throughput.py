@@ -1,6 +1,6 @@
 """Sweep throughput on this machine: runs per hour, sequential vs the default parallel layout.
 
-    python benchmarks/sweep_throughput.py [--runs 8] [--epochs 40] [--keep DIR]
+    python benchmarks/sweep_throughput.py [--runs 6] [--epochs 30] [--keep DIR]
 
 Runs the same fixed grid twice through the real launcher (``run_sweep``, worker processes,
 records, checkpoints): once as one worker with all cores' threads (``1 x N``) and once in the
@@ -63,15 +63,15 @@ def measure(sweep: Path, out: Path, workers: int, threads: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=8, help="runs in the grid (default 8)")
-    parser.add_argument("--epochs", type=int, default=40, help="epochs per run (default 40)")
+    parser.add_argument("--runs", type=int, default=6, help="runs in the grid (default 6)")
+    parser.add_argument("--epochs", type=int, default=30, help="epochs per run (default 30)")
     parser.add_argument("--keep", help="keep the sweep directories here")
     args = parser.parse_args(argv)
 
-    from grok_lightning.sweep.launchers import default_layout
     import grok_lightning.run  # noqa: F401  (import once, outside the timings)
+    from grok_lightning.sweep.launchers import available_cores, default_layout
 
-    cores = os.cpu_count() or 1
+    cores = available_cores()
     workers, threads = default_layout()
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sweep_throughput_"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -81,9 +81,9 @@ def main(argv=None) -> int:
           f"(2L x 4H x d64, p = 97)", flush=True)
     rows = [measure(sweep, folder / "sequential", 1, cores),
             measure(sweep, folder / "parallel", workers, threads)]
-    print(f"\n{'layout':<28} {'runs':>5} {'wall s':>8} {'runs/hour':>10} {'mean run s':>11}")
+    print(f"\n{'layout':<44} {'runs':>5} {'wall s':>8} {'runs/hour':>10} {'mean run s':>11}")
     for label, row in zip(("sequential", "parallel (default)"), rows):
-        print(f"{label + ': ' + row['layout']:<28.28} {row['runs']:>5} {row['wall_s']:>8.1f} "
+        print(f"{label + ': ' + row['layout']:<44} {row['runs']:>5} {row['wall_s']:>8.1f} "
               f"{row['runs_per_hour']:>10.0f} {row['mean_run_s']:>11.1f}")
     ratio = rows[1]["runs_per_hour"] / rows[0]["runs_per_hour"]
     print(f"\nratio parallel / sequential = {ratio:.2f}x (goal >= 1.5x); "

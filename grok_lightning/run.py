@@ -74,7 +74,12 @@ class GrokCLI(LightningCLI):
         if run.threads:
             torch.set_num_threads(run.threads)
         grok = self._section("grok")
-        extra = kwargs.pop("callbacks", None) or []
+        # callbacks listed under trainer.callbacks in the YAML (already instantiated) keep their
+        # place between the package's callbacks and the recorder
+        configured = self._get(self.config_init, "trainer", default={}).get("callbacks") or []
+        if not isinstance(configured, list):
+            configured = [configured]
+        extra = list(configured) + list(kwargs.pop("callbacks", None) or [])
         callbacks = [ScheduledEvaluation(), GrokDetector(**grok)]
         if run.diagnostics and hasattr(self.model, "has_attention"):
             callbacks.append(AttentionDiagnostics(**self._section("diagnostics")))

@@ -206,6 +206,16 @@ def test_a_different_grid_in_the_same_directory_is_refused(tmp_path):
     assert len(store.load_plan()) == 1 and store.rebuild_index()["not_in_plan"] == sorted(r.name for r in runs[:5])  # those with a directory
 
 
+def test_a_sweep_directory_is_self_contained(tmp_path):
+    from grok_lightning.sweep.launchers import prepare
+
+    store, runs = _fake_store(tmp_path)
+    sweep, again, same = prepare(store.root)  # from DIR/sweep.yaml, not configs/
+    assert same.root == store.root and [r.run_id for r in again] == [e["run_id"] for e in store.load_plan()]
+    with pytest.raises(ConfigError, match="holds profile None"):
+        prepare(store.root, profile="paper")
+
+
 def test_sweep_lock_and_stale_lock(tmp_path):
     lock = SweepLock(tmp_path).acquire()
     with pytest.raises(SweepLockedError, match="already running here"):
@@ -265,7 +275,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_run_then_resume_equals_uninterrupted_sweep(tmp_path):
+def test_sigkill_mid_run_then_resume_equals_uninterrupted_sweep(tmp_path, keep_torch_threads):
     """The reliability test: kill -9 the sweep in the middle of a run, resume, compare."""
     import pandas as pd
 
@@ -323,7 +333,8 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_sweep(tmp_path):
     assert attempts[1]["resumed_from"].endswith("last.ckpt") and attempts[1]["prior_status"] == "running"
 
     clean = tmp_path / "clean"
-    result = run_sweep(path, out=clean, workers=1, threads_per_worker=1, stream=open(os.devnull, "w"))
+    # in this process (no worker): the results must not depend on where a run ran
+    result = run_sweep(path, out=clean, workers=0, threads_per_worker=1, stream=open(os.devnull, "w"))
     assert result.statuses == {"completed": 6}
     drop = ["wall_time_s", "attempts"]
     a, b = collect(killed).drop(columns=drop), collect(clean).drop(columns=drop)

@@ -16,7 +16,7 @@ of the training activations, with d = mean diagonal and o = mean off-diagonal,
 
     rho = || (d - o) I + o 11^T - K ||_F / || K ||_F .
 
-The centred variant replaces K by ``P_1^perp K`` (rows centred over samples) in the numerator
+The centred variant replaces K by ``P_1^perp K`` (each column minus its mean over samples)
 and in the fit of d and o, keeping ``||K||_F`` as denominator (the formula as printed).
 """
 
@@ -28,7 +28,10 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-__all__ = ["UpdateGramSpectrum", "RhoTian", "update_gram_spectrum", "spectrum_summary", "rho_tian"]
+__all__ = [
+    "UpdateGramSpectrum", "RhoTian", "update_gram_spectrum", "spectrum_summary", "rho_tian",
+    "rho_tian_from_kernel", "activation_kernel",
+]
 
 
 def spectrum_summary(eigenvalues: Tensor, k: int = 5) -> dict[str, float]:
@@ -64,6 +67,12 @@ def update_gram_spectrum(deltas: Tensor | list[Tensor]) -> Tensor:
     d = deltas.reshape(deltas.shape[0], -1).to(torch.float64)
     gram = d @ d.T
     return torch.linalg.eigvalsh(gram).flip(0).clamp_min(0.0)  # PSD: tiny negative = rounding
+
+
+def _gram_matrix(deltas: list[Tensor]) -> Tensor:
+    """The float64 ``W x W`` Gram of a list of flattened updates (oldest first)."""
+    d = torch.stack([x.reshape(-1).to(torch.float64) for x in deltas])
+    return d @ d.T
 
 
 class UpdateGramSpectrum(Metric):
@@ -107,7 +116,7 @@ class UpdateGramSpectrum(Metric):
                 self._gram = self._gram[1:, 1:]
         self.deltas.append(d)
         if self._gram is None or self._gram.shape[0] != len(self.deltas) - 1:
-            self._gram = update_gram_spectrum_gram(self.deltas)  # (re)build after load/reset
+            self._gram = _gram_matrix(self.deltas)  # (re)build after load/reset
             return
         # new Gram row, O(P W); dot by dot so the (W, P) window is never copied
         row = torch.stack([torch.dot(x, d) for x in self.deltas])
@@ -123,7 +132,7 @@ class UpdateGramSpectrum(Metric):
         if len(self.deltas) < 2:
             return out
         if self._gram is None or self._gram.shape[0] != len(self.deltas):
-            self._gram = update_gram_spectrum_gram(self.deltas)
+            self._gram = _gram_matrix(self.deltas)
         eig = torch.linalg.eigvalsh(self._gram).flip(0).clamp_min(0.0)[: self.k]
         out[: len(eig)] = eig.cpu()
         return out
@@ -133,14 +142,9 @@ class UpdateGramSpectrum(Metric):
         self._gram = None
 
 
-def update_gram_spectrum_gram(deltas: list[Tensor]) -> Tensor:
-    """The float64 ``W x W`` Gram of a list of flattened updates (oldest first)."""
-    d = torch.stack([x.reshape(-1).to(torch.float64) for x in deltas])
-    return d @ d.T
-
-
-def _kernel(features: Tensor) -> Tensor:
-    # float32 matmul (as the authors, on device); the reductions below run in float64
+def activation_kernel(features: Tensor) -> Tensor:
+    """``F F^T`` (n x n) as float64; the product itself runs in the features' dtype (float32, as
+    the authors on device): it is the O(n^2 K) part, the reductions after it are O(n^2)."""
     f = features.detach()
     return (f @ f.T).to(torch.float64)
 
@@ -160,7 +164,11 @@ def rho_tian(features: Tensor, centred: bool = False) -> Tensor:
     >>> float(rho_tian(torch.eye(4)))  # K = I is exactly of the form aI + b11^T
     0.0
     """
-    kernel = _kernel(features)
+    return rho_tian_from_kernel(activation_kernel(features), centred)
+
+
+def rho_tian_from_kernel(kernel: Tensor, centred: bool = False) -> Tensor:
+    """:func:`rho_tian` from a precomputed raw kernel ``F F^T`` (shared by both variants)."""
     denominator = torch.linalg.norm(kernel)
     if centred:
         kernel = kernel - kernel.mean(dim=0, keepdim=True)

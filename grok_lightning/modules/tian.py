@@ -21,7 +21,7 @@ import torch
 
 from grok_lightning.config import ConfigError, require, validate_optimizer
 from grok_lightning.metrics.repulsion import repulsion_statistics
-from grok_lightning.metrics.spectrum import rho_tian
+from grok_lightning.metrics.spectrum import activation_kernel, rho_tian_from_kernel
 from grok_lightning.models.two_layer import ACTIVATIONS, TwoLayerNet
 
 __all__ = ["TianModule", "tian_mse_loss"]
@@ -140,7 +140,7 @@ class TianModule(L.LightningModule):
 
     # --- evaluation ---------------------------------------------------------------------
     def is_eval_epoch(self, epoch: int) -> bool:
-        return True  # the paper logs every epoch; the detector's slope needs rows t and t - 25
+        return True  # the paper logs every epoch (rows 0..400), the Theorem-6 epochs included
 
     @torch.no_grad()
     def evaluate(self, epoch: int) -> dict[str, float]:
@@ -156,9 +156,10 @@ class TianModule(L.LightningModule):
             if split == "train":
                 train_features = features
         if hp.rho_every and epoch % hp.rho_every == 0:
-            out["rho_tian"] = float(rho_tian(train_features))
+            kernel = activation_kernel(train_features)  # the n x n product: compute it once
+            out["rho_tian"] = float(rho_tian_from_kernel(kernel))
             if hp.rho_centred:
-                out["rho_tian_centred"] = float(rho_tian(train_features, centred=True))
+                out["rho_tian_centred"] = float(rho_tian_from_kernel(kernel, centred=True))
         if epoch in self.theorem6_epochs and hp.eta > 0:
             stats = repulsion_statistics(train_features, hp.eta, hp.theorem6_pairs)
             values = {key: float(stats[key]) for key in THEOREM6_KEYS}

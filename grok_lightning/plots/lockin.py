@@ -75,12 +75,26 @@ def _band(ax, records, key, label, color, log=False, **line):
 
 
 def _fire_epochs(records, window):
-    values = [r.get(f"lockin_fire_epoch_w{window}", r.get("lockin_fire_epoch")) for r in records]
-    return [v for v in values if v is not None]
+    """(fire epochs of the runs that fired, number of runs that carried this window's detector)."""
+    key = f"lockin_fire_epoch_w{window}"  # window-specific: a run without the detector is not counted
+    carried = [r[key] for r in records if key in r]
+    return [v for v in carried if v is not None], len(carried)
 
 
 def _seeds(records):
     return sorted({_cfg(r, "seed") for r in records if _cfg(r, "seed") is not None})
+
+
+def _describe(records) -> str:
+    """Hyperparameters as recorded (not as hoped): activation, M, K, lr, etas, train fraction."""
+    if not records:
+        return "no runs"
+    first = records[0]
+    data = first.get("config", {}).get("data", {})
+    etas = ", ".join(f"{e:g}" for e in sorted({_eta(r) for r in records}, reverse=True))
+    fraction = data.get("train_fraction")
+    return (f"M={_cfg(first, 'M')}, K={_cfg(first, 'hidden')}, Adam lr={_cfg(first, 'lr')}, eta in {{{etas}}}"
+            + (f", train fraction {fraction:.4g}" if isinstance(fraction, (int, float)) else ""))
 
 
 def _horizon(records):
@@ -95,10 +109,10 @@ def main_figure(records: list[dict], window: int = 20, profile: str = "paper", n
     key = lockin_key(window, "ratio23")
     _band(ax, grok, key, "grok (eta>0)", "C0", log=True)
     _band(ax, control, key, "control (eta=0)", "C1", log=True)
-    fires = _fire_epochs(grok, window)
+    fires, carried = _fire_epochs(grok, window)
     if fires:
         ax.axvline(np.median(fires), color="k", ls="--", lw=1,
-                   label=f"slope fire, median {np.median(fires):.0f} ({len(fires)}/{len(grok)} fired)")
+                   label=f"slope fire, median {np.median(fires):.0f} ({len(fires)}/{carried} fired)")
     ax.set(xlabel="epoch", ylabel=f"sigma2 / sigma3 (W = {window})")
     twin = ax.twinx()
     for mode, marker in (("paper", "o"), ("exact", "s")):
@@ -113,7 +127,7 @@ def main_figure(records: list[dict], window: int = 20, profile: str = "paper", n
     lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     labels = ax.get_legend_handles_labels()[1] + twin.get_legend_handles_labels()[1]
     ax.legend(lines, labels, fontsize=7, loc="lower right")
-    fig.suptitle(f"Spectral lock-in [{profile}] x^2, M=71, K=2048, n=2016, Adam lr 1e-3, eta 2e-4 vs 0; "
+    fig.suptitle(f"Spectral lock-in [{profile}] x^2, {_describe(grok + control)}; W={window}; "
                  f"seeds {_seeds(records)}; {_horizon(records)} epochs {note}", fontsize=8)
     fig.text(0.01, 0.005, "paper mode = sgn B_jl = -sgn cos_jl (what the published code measures); exact mode "
              "= Theorem 6 with P_eta,-jl, an identity (1.000).", fontsize=7)
@@ -128,12 +142,13 @@ def window_sweep_figure(records: list[dict], windows=(5, 10, 20, 30), profile: s
         grok, control = _select(records, grok=True), _select(records, grok=False)
         _band(ax, grok, lockin_key(w, "ratio23"), "grok", "C0", log=True)
         _band(ax, control, lockin_key(w, "ratio23"), "control", "C1", log=True)
-        ax.set_title(f"W={w}: fires grok {len(_fire_epochs(grok, w))}/{len(grok)}, "
-                     f"control {len(_fire_epochs(control, w))}/{len(control)}", fontsize=8)
+        (g_fired, g_runs), (c_fired, c_runs) = _fire_epochs(grok, w), _fire_epochs(control, w)
+        ax.set_title(f"W={w}: fired grok {len(g_fired)}/{g_runs}, control {len(c_fired)}/{c_runs}", fontsize=8)
         ax.set_xlabel("epoch")
         ax.legend(fontsize=7)
     np.atleast_1d(axes)[0].set_ylabel("sigma2 / sigma3")
-    fig.suptitle(f"Window sweep [{profile}], seeds {_seeds(records)}", fontsize=9)
+    fig.suptitle(f"Window sweep [{profile}] {_describe(records)}; seeds {_seeds(records)}; "
+                 f"{_horizon(records)} epochs", fontsize=8)
     return fig
 
 
@@ -151,7 +166,8 @@ def activation_figure(records: list[dict], window: int = 20, profile: str = "pap
     axes[3].axhline(RHO_THRESHOLD, color="gray", ls="--", lw=0.8)
     for ax in axes[2:]:
         ax.set_xlabel("epoch")
-    fig.suptitle(f"x^2 vs ReLU [{profile}], eta>0, seeds {_seeds(records)}", fontsize=9)
+    fig.suptitle(f"x^2 vs ReLU [{profile}] {_describe(_select(records, grok=True))}; seeds {_seeds(records)}; "
+                 f"{_horizon(records)} epochs", fontsize=8)
     return fig
 
 
@@ -182,5 +198,6 @@ def eta_sweep_figure(records: list[dict], window: int = 20, profile: str = "pape
     ax_scatter.set(xlabel="epoch test acc >= 0.5", ylabel=f"epoch rho >= {RHO_THRESHOLD}")
     for ax in (ax_acc, ax_ratio, ax_scatter):
         ax.legend(fontsize=7)
-    fig.suptitle(f"eta sweep [{profile}], x^2, seeds {_seeds(records)}", fontsize=9)
+    fig.suptitle(f"eta sweep [{profile}] x^2, {_describe(records)}; seeds {_seeds(records)}; "
+                 f"{_horizon(records)} epochs", fontsize=8)
     return fig

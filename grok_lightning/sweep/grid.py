@@ -453,8 +453,8 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
         profile = data.get("default_profile") or ("smoke" if "smoke" in profiles else None)
     if profile is not None and profiles and profile not in profiles:
         raise ConfigError(f"--profile={profile!r}: {path.name} has profiles {', '.join(profiles)}")
-    if profile is not None and not profiles and data.get("default_profile") is None and profile not in ("custom",):
-        pass  # a file without profiles runs as-is; the name is still recorded in run.profile
+    if profile is not None and not profiles:
+        raise ConfigError(f"--profile={profile!r}: {path.name} has no profiles (drop --profile)")
     prof = _mapping(profiles.get(profile) if profile else None, f"{path}: profiles.{profile}")
     bad = sorted(set(prof) - PROFILE_KEYS)
     if bad:
@@ -583,7 +583,7 @@ def max_epochs_of(config: dict) -> int | None:
 
 # --- full type validation through the GrokCLI parser (no instantiation) --------------------------
 def _one_line(message: str) -> str:
-    """The informative line of a (multi-line) jsonargparse error.
+    r"""The informative line of a (multi-line) jsonargparse error.
 
     >>> _one_line('Parser key "run.threads":\n  Does not validate\n  - Expected a <class \'int\'>\n  Given value: x')
     "run.threads: Expected a <class 'int'> (given value: x)"

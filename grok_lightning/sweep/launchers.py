@@ -30,14 +30,21 @@ from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
 from grok_lightning.sweep.store import SweepStore
 from grok_lightning.sweep.worker import execute_run, make_task, mark_failed, worker_main
 
-__all__ = ["SweepResult", "default_layout", "prepare", "run_sweep"]
+__all__ = ["SweepResult", "available_cores", "default_layout", "prepare", "run_sweep"]
 
 
 def default_layout(n_cpus: int | None = None) -> tuple[int, int]:
     """``(workers, threads_per_worker)``: one single-threaded worker per core (measured faster
     than one multi-threaded run for the small models here, see docs/sweeps.md)."""
-    n_cpus = n_cpus or os.cpu_count() or 1
-    return max(1, n_cpus), 1
+    return max(1, n_cpus or available_cores()), 1
+
+
+def available_cores() -> int:
+    """Cores this process may use (CPU affinity / cpuset aware, else ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 @dataclass
@@ -200,8 +207,9 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
         where = f"{launcher}" + (f" {n_workers} worker(s) x {threads} thread(s)" if launcher == "local"
                                  else f" ({address or 'local cluster'}, {threads} cpu(s)"
                                       f"{f', {gpus_per_run} gpu(s)' if gpus_per_run else ''} per run)")
+        plan_line = f"{len(todo)} to run on {where}" if todo else "nothing to run"
         stream.write(f"sweep {sweep.name} (profile {sweep.profile}): {len(plan)} runs, {skipped} already final, "
-                     f"{len(todo)} to run on {where} -> {store.root}\n")
+                     f"{plan_line} -> {store.root}\n")
         stream.flush()
         tasks = [make_task(entry, store.root, _settings(sweep), threads) for entry in todo]
         progress = Progress(len(plan), skipped, stream)

@@ -66,10 +66,13 @@ def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int 
     if threads:
         set_dotted(config, "run.threads", int(threads))
     horizon = max_epochs_of(config)
-    every = settings.get("checkpoint_every") or get_dotted(config, "run.checkpoint_every", None) or 50
+    every = settings.get("checkpoint_every")
+    if every is None:
+        every = get_dotted(config, "run.checkpoint_every", None)
+    every = 50 if every is None else int(every)  # 0 disables checkpoints
     min_epochs = int(settings.get("checkpoint_min_epochs", 100) or 0)
     use_checkpoints = horizon is None or horizon >= min_epochs
-    set_dotted(config, "run.checkpoint_every", int(every) if use_checkpoints else 0)
+    set_dotted(config, "run.checkpoint_every", every if use_checkpoints else 0)
     return {"name": entry["name"], "run_id": entry["run_id"], "run_dir": str(run_dir), "config": config,
             "keep_checkpoints": bool(settings.get("keep_checkpoints", True)), "threads": threads}
 
