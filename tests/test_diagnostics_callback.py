@@ -34,7 +34,7 @@ def test_diagnostics_recorded_logged_and_match_a_direct_computation(tiny):
 
     events = EventAccumulator(cli.trainer.log_dir, size_guidance={"images": 0}).Reload()
     assert "diag/mean_similarity" in events.Tags()["scalars"]
-    assert "diag/layer_0/entropy_std" in events.Tags()["scalars"]
+    assert "diag_layer_0/entropy_std" in events.Tags()["scalars"]
     assert {"head_cosine/layer_0", "head_cosine/layer_1"} <= set(events.Tags()["images"])
 
 

@@ -5,7 +5,7 @@ collected by the module's own evaluation forward, so no extra forward pass is pa
 s_bar (``mean_similarity``), sigma_H (``entropy_std``), entropy mean and range, the spectral gap
 and PR_norm (both normalisations) with :class:`~grok_lightning.metrics.AttentionStatistics`.
 Layer means go to the record's history and to TensorBoard as ``diag/<name>``; per-layer values
-as ``diag/layer_<k>/<name>`` (TensorBoard groups them into one section per layer). Every
+as ``diag_layer_<k>/<name>`` (one TensorBoard section per layer). Every
 ``image_every`` evaluations it logs each layer's H x H head-cosine matrix as an image.
 
 On architectures without attention (MLP, LSTM, Mamba) it does nothing except record, once, that
@@ -23,15 +23,19 @@ from grok_lightning.metrics import AttentionStatistics, head_cosine_matrix
 __all__ = ["AttentionDiagnostics", "cosine_image"]
 
 
-def cosine_image(matrix: torch.Tensor, pixels_per_head: int = 16) -> torch.Tensor:
-    """(H, H) cosine matrix in [0, 1] -> (3, H*px, H*px) viridis image for TensorBoard.
+def cosine_image(matrix: torch.Tensor, pixels_per_head: int = 16, vmin: float = 0.5) -> torch.Tensor:
+    """(H, H) cosine matrix -> (3, H*px, H*px) viridis image for TensorBoard.
+
+    The colour scale is fixed at [vmin, 1] (default [0.5, 1]) so images compare across epochs
+    and runs: head cosines of attention probabilities live in about [0.7, 1] here, and a [0, 1]
+    scale painted every matrix the same yellow-green. Values below ``vmin`` saturate dark.
 
     >>> cosine_image(torch.eye(2), pixels_per_head=4).shape
     torch.Size([3, 8, 8])
     """
     from matplotlib import colormaps
 
-    values = matrix.detach().double().clamp(0, 1).cpu().numpy()
+    values = ((matrix.detach().double() - vmin) / (1 - vmin)).clamp(0, 1).cpu().numpy()
     rgb = torch.from_numpy(colormaps["viridis"](values)[..., :3]).float()  # (H, H, 3)
     rgb = rgb.repeat_interleave(pixels_per_head, 0).repeat_interleave(pixels_per_head, 1)
     return rgb.permute(2, 0, 1)

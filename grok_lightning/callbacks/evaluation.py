@@ -29,12 +29,18 @@ _TAGS = {
 def tensorboard_tag(key: str) -> str:
     """Record column -> TensorBoard tag; train and test share a section so they overlay.
 
+    TensorBoard groups tags into sections by their first path component, so layer means go to
+    ``diag/`` and each layer gets its own section ``diag_layer_<k>/`` (read side by side, not
+    35 charts in one section).
+
     >>> tensorboard_tag("test_acc"), tensorboard_tag("mean_similarity"), tensorboard_tag("layer_0/entropy_std")
-    ('accuracy/test', 'diag/mean_similarity', 'diag/layer_0/entropy_std')
+    ('accuracy/test', 'diag/mean_similarity', 'diag_layer_0/entropy_std')
     """
     if key in _TAGS:
         return _TAGS[key]
-    if "/" in key and not key.startswith("layer_"):
+    if key.startswith("layer_"):
+        return f"diag_{key}"
+    if "/" in key:
         return key
     return f"diag/{key}"
 

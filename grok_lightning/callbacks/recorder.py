@@ -49,7 +49,14 @@ def flatten(tree: dict, prefix: str = "") -> dict:
 
 
 def _plain(hparams) -> dict:
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(hparams).items()}
+    """Hyperparameters as JSON-friendly values; LightningCLI's ``_instantiator`` is dropped and
+    ``_class_path`` kept as ``class_path`` (it names the module/datamodule class)."""
+    plain = {}
+    for key, value in dict(hparams).items():
+        if key == "_instantiator":
+            continue
+        plain[key.lstrip("_")] = list(value) if isinstance(value, tuple) else value
+    return plain
 
 
 class RunRecorder(Callback):
