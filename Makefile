@@ -10,7 +10,7 @@ OUT ?= reproduction
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig2 tensorboard lean benchmarks clean
+.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig2 reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until 
 
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT)
+
+reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|paper)
+	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT)
 
 reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|paper)
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT)

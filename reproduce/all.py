@@ -13,7 +13,7 @@ from reproduce.common import parse_args
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv))
-TARGETS = ["canonical", "fig2"]
+TARGETS = ["canonical", "fig2", "lockin"]
 
 
 def main(argv=None) -> Path:

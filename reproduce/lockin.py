@@ -136,14 +136,18 @@ def _iqr(values) -> list[float] | None:
     return [float(np.percentile(values, 25)), float(np.percentile(values, 75))] if values else None
 
 
-def _fmt(value, digits: int = 3) -> str:
+def _fmt(value) -> str:
+    """``_fmt(1.0) == '1.000'``, ``_fmt(0.000536) == '0.000536'``, ``_fmt(229.13) == '229.1'``, ``_fmt(174) == '174'``."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v, digits) for v in value) + "]"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 10:
-        return f"{int(value)}"
-    return f"{value:.{digits}g}"
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    if value != 0 and abs(value) < 0.01:
+        return f"{value:.3g}"
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.4g}"
 
 
 def _frac(k: int, n: int) -> float | None:
@@ -250,7 +254,8 @@ def _save(fig: Figure, path: Path) -> Path:
 # --- target 1: main figure ------------------------------------------------------------------------
 def _late_window(records: list[dict], lo: int = 200, hi: int = 400) -> tuple[int, int]:
     horizon = min((_horizon(r) for r in records), default=hi)
-    return lo, min(hi, horizon)
+    hi = min(hi, horizon)
+    return (lo if lo < hi else hi // 2), hi
 
 
 def target_main(records: list[dict], configs: dict, profile: str, out: Path):
@@ -467,7 +472,7 @@ def target_activation(relu_records: list[dict], main_records: list[dict], relu_c
     sig = {k: _med([_window_median(r, lockin_key(W, f"sigma{k}"), lo, hi) for r in rg]) for k in range(1, 6)}
     late12 = [_window_median(r, key12, lo, hi) for r in rg]
     x2_late12 = _med([_window_median(r, key12, 200, min(400, _horizon(r))) for r in x2g])
-    rho0 = [_series(r, "rho_tian")[1][0] if len(_series(r, "rho_tian")[1]) else None for r in rg + rc]
+    rho0 = [float(_series(r, "rho_tian")[1][0]) if len(_series(r, "rho_tian")[1]) else None for r in rg + rc]
     test_half = [_first_at(r, "test_acc", 0.5) for r in rg]
     grok_099 = [r.get("grok_epoch") for r in rg]
     seed0 = next((r for r in rg if _seed(r) == 0), None)
@@ -566,11 +571,12 @@ def eta_fire_figure(records: list[dict], long_records: list[dict], profile: str)
         fires = [_fire(r) for r in runs]
         horizon = max(map(_horizon, runs))
         ax.scatter([eta] * len(fires), [f if f is not None else horizon for f in fires], s=18,
-                   facecolors=["C0" if f is not None else "none" for f in fires], edgecolors="C0")
+                   facecolors=["C0" if f is not None else "none" for f in fires], edgecolors="C0",
+                   label=None if eta != etas[0] else "ours, per run (open: no fire by the horizon)")
     med = [(eta, _med([_fire(r) for r in records if np.isclose(_eta(r), eta)])) for eta in etas]
     med = [(e, v) for e, v in med if np.isfinite(v)]
     if med:
-        ax.plot(*zip(*med), "-", color="C0", label="ours: median of fired runs (open: no fire by the horizon)")
+        ax.plot(*zip(*med), "-", color="C0", label="ours, median of the runs that fired")
     ax.plot(list(P_ETA), [v["lockin"] for v in P_ETA.values()], "kx--", lw=0.8, ms=8, label="published median")
     for r in long_records:
         if _fire(r) is not None:
@@ -734,6 +740,8 @@ def _load(sweep_file: str, profile: str, out: Path, workers, cache: dict):
     if sweep_file not in cache:
         root = _store(out, sweep_file)
         records = sweep_records(sweep_file, profile, root, workers)
+        if any(r.get("status") == "interrupted" for r in records):  # Ctrl-C / SIGTERM: stop, resume later
+            raise SystemExit(f"lockin: {sweep_file} was interrupted; the same command resumes it")
         usable = [r for r in records if r.get("status") == "completed"]
         if len(usable) < len(records):
             print(f"lockin: {sweep_file}: {len(records) - len(usable)} run(s) not completed; analysed without them")

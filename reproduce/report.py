@@ -70,13 +70,17 @@ def write_report(out: Path, timings: dict[str, float], profile: str) -> Path:
         "|---|---|---|---|---|---|---|---|",
     ]
     figures = []
-    for target in sorted(p for p in out.iterdir() if (p / "rows.json").exists()):
+    targets = sorted(p for p in out.iterdir() if (p / "rows.json").exists())
+    for target in targets:
         for r in json.loads((target / "rows.json").read_text()):
             lines.append(
                 f"| {r['paper']} | {r['quantity']} | {_fmt(r['paper_value'], r.get('paper_ci'))} | "
                 f"{_fmt(r['ours'], r.get('ours_ci'))} | {r['profile']} | {r['n']} | {verdict(r)} | {r.get('note', '')} |"
             )
         figures += sorted(target.glob("*.png"))
+    for target in targets:  # a target's own notes (<target>/NOTES.md, markdown written by the target)
+        if (target / "NOTES.md").exists():
+            lines += ["", (target / "NOTES.md").read_text().rstrip()]
     lines += ["", "## Figures", ""]
     for png in figures:
         lines += [f"### {png.parent.name}: {png.stem}", "", f"![{png.stem}]({png.relative_to(out)})", ""]

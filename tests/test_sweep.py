@@ -253,6 +253,20 @@ def test_failed_and_diverged_runs_do_not_stop_the_sweep(tmp_path, keep_torch_thr
     assert [len(list(store.run_dir(e["name"]).rglob("record.json"))) for e in plan] == [1, 1, 1]
 
 
+def test_workers_that_cannot_start_stop_the_sweep_with_one_line(tmp_path, monkeypatch):
+    from grok_lightning.sweep import launchers
+
+    crash = [sys.executable, "-c", "import sys; print('boom: no torch here', file=sys.stderr); sys.exit(3)"]
+    monkeypatch.setattr(launchers, "worker_command", lambda parent, threads: crash)
+    out = tmp_path / "out"
+    with pytest.raises(launchers.WorkerStartupError, match=r"exit code 3\): boom: no torch here") as info:
+        launchers.run_sweep(TINY, out=out, workers=2, stream=open(os.devnull, "w"))
+    assert "\n" not in str(info.value)
+    assert SweepStore(out).rebuild_index()["counts"]["pending"] == 6, "no run was marked failed"
+    assert not (out / ".sweep.lock").exists()
+    assert 3 <= (out / "workers.log").read_text().count("boom") <= 4, "respawned a bounded number of times"
+
+
 def _statuses(out: Path) -> dict[str, str]:
     statuses = {}
     for path in out.glob("runs/*/record.json"):

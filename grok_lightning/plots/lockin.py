@@ -65,6 +65,9 @@ def _band(ax, records, key, label, color, log=False, **line):
     epochs, data = _stack(records, key)
     if not records or np.all(np.isnan(data)):
         return
+    # drop epochs no run has (e.g. rho_tian every k epochs): NaN gaps would hide the line
+    keep = ~np.all(np.isnan(data), axis=0)
+    epochs, data = epochs[keep], data[:, keep]
     with warnings.catch_warnings():  # all-NaN epochs (e.g. before the window fills) are expected
         warnings.simplefilter("ignore", RuntimeWarning)
         mid, lo, hi = (np.nanpercentile(data, q, axis=0) for q in (50, 25, 75))
@@ -197,7 +200,8 @@ def eta_sweep_figure(records: list[dict], window: int = 20, profile: str = "pape
     ax_ratio.set(xlabel="epoch", ylabel="sigma2/sigma3")
     ax_scatter.set(xlabel="epoch test acc >= 0.5", ylabel=f"epoch rho >= {RHO_THRESHOLD}")
     for ax in (ax_acc, ax_ratio, ax_scatter):
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # no empty legend (and no warning) when nothing qualified
+            ax.legend(fontsize=7)
     fig.suptitle(f"eta sweep [{profile}] x^2, {_describe(records)}; seeds {_seeds(records)}; "
                  f"{_horizon(records)} epochs", fontsize=8)
     return fig

@@ -6,10 +6,12 @@ Both launchers take the planned runs that are not final, turn each into a task
 runs. Running the same sweep again resumes it: final runs are skipped, the others restart from
 their ``last.ckpt`` (or from scratch), and a run never gets a second record.
 
-Local workers are ``multiprocessing`` ``spawn`` processes, each importing torch once and taking
-one run at a time from the launcher (so the launcher always knows which worker holds which run).
-A worker that dies (OOM, segfault) marks its run ``failed`` and is replaced. Workers exit when
-the launcher dies, even by SIGKILL, so no orphan keeps writing into a run directory.
+Local workers are subprocesses (``python -m grok_lightning.sweep.worker --serve``), each
+importing torch once and taking one run at a time from the launcher over JSON lines (so the
+launcher always knows which worker holds which run). A worker that dies (OOM, segfault) marks
+its run ``failed`` and is replaced; workers that cannot start stop the sweep with one line.
+Workers exit when the launcher dies, even by SIGKILL, so no orphan keeps writing into a run
+directory.
 Ctrl-C or SIGTERM stops the sweep: running runs are marked ``interrupted`` and resume later.
 """
 
@@ -28,9 +30,9 @@ from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
 from grok_lightning.sweep.store import SweepStore
-from grok_lightning.sweep.worker import execute_run, make_task, mark_failed, worker_main
+from grok_lightning.sweep.worker import execute_run, make_task, mark_failed
 
-__all__ = ["SweepResult", "available_cores", "default_layout", "prepare", "run_sweep"]
+__all__ = ["SweepResult", "WorkerStartupError", "available_cores", "default_layout", "prepare", "run_sweep", "worker_command"]
 
 
 def default_layout(n_cpus: int | None = None) -> tuple[int, int]:
@@ -262,67 +264,107 @@ def _run_inline(tasks, progress, statuses, store) -> bool:
     return False
 
 
-def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
-    import multiprocessing as mp
+class WorkerStartupError(ConfigError):
+    """Worker processes exit before they can take a run (one line, like a config error)."""
 
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
+
+def worker_command(parent_pid: int, threads: int | None) -> list[str]:
+    """The command line of one local worker process (a function so tests can replace it)."""
+    command = [sys.executable, "-m", "grok_lightning.sweep.worker", "--serve", "--parent", str(parent_pid)]
+    return command + (["--threads", str(threads)] if threads else [])
+
+
+def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
+    """Worker subprocesses (``python -m grok_lightning.sweep.worker --serve``), one run at a time.
+
+    Tasks go to a worker's stdin and results come back on its stdout as JSON lines (a reader
+    thread per worker feeds one queue). Subprocesses rather than ``multiprocessing``: a worker
+    never re-imports the caller's ``__main__``, so a script without an ``if __name__ ==
+    "__main__"`` guard cannot make workers re-launch the sweep. Worker stderr (start-up
+    warnings, crashes) goes to ``DIR/workers.log``; each run's own output goes to its run.log.
+    """
+    import json
+    import subprocess
+    import threading
+
+    events: queue.Queue = queue.Queue()
     pending = list(tasks)
     by_name = {task["name"]: task for task in tasks}
-    procs: dict[int, tuple] = {}  # worker id -> (process, its task queue)
+    procs: dict[int, subprocess.Popen] = {}
     holding: dict[int, str | None] = {}
-    stop = {"flag": False, "signal": None}
+    ready: set[int] = set()
+    stop = {"flag": False}
+    startup_failures: list[int] = []
     next_id = 0
+    log_path = store.root / "workers.log"
+    log = open(log_path, "a")
+    env = dict(os.environ)
+    if threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(threads)
 
-    def spawn():
+    def reader(wid: int, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                events.put((wid, json.loads(line)))
+            except ValueError:
+                log.write(f"[worker {wid}] unexpected output: {line[:500]}\n")
+        events.put((wid, {"kind": "eof"}))
+
+    def spawn() -> None:
         nonlocal next_id
-        inbox = ctx.Queue()
-        proc = ctx.Process(target=worker_main, args=(next_id, inbox, results, threads, os.getpid()),
-                           name=f"grok-sweep-worker-{next_id}", daemon=True)
-        proc.start()
-        procs[next_id] = (proc, inbox)
-        holding[next_id] = None
-        next_id += 1
+        wid, next_id = next_id, next_id + 1
+        proc = subprocess.Popen(worker_command(os.getpid(), threads), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=log, env=env, text=True, bufsize=1)
+        procs[wid], holding[wid] = proc, None
+        threading.Thread(target=reader, args=(wid, proc), daemon=True, name=f"sweep-worker-{wid}").start()
 
-    def dispatch(worker_id):
+    def send(wid: int, payload) -> None:
+        try:
+            procs[wid].stdin.write(json.dumps(payload) + "\n")
+            procs[wid].stdin.flush()
+        except (BrokenPipeError, OSError, KeyError):
+            pass  # it died; its "eof" is on the way
+
+    def dispatch(wid: int) -> None:
         if pending and not stop["flag"]:
             task = pending.pop(0)
-            holding[worker_id] = task["name"]
-            procs[worker_id][1].put(task)
+            holding[wid] = task["name"]
+            send(wid, {"kind": "run", "task": task})
             progress.start(task["name"])
         else:
-            holding[worker_id] = None
-            procs[worker_id][1].put(None)
+            holding[wid] = None
+            send(wid, {"kind": "stop"})
 
     def on_signal(signum, frame):
-        if not stop["flag"]:
-            stop["flag"], stop["signal"] = True, signum
-            progress.message(f"stopping: {signal.Signals(signum).name} received; interrupting running runs "
-                             f"(they resume from their checkpoint next time)")
-            for wid, (proc, _) in procs.items():
-                if holding.get(wid) and proc.is_alive() and signum == signal.SIGTERM:
-                    os.kill(proc.pid, signal.SIGINT)  # Ctrl-C reaches workers by itself
+        if stop["flag"]:
+            return
+        stop["flag"] = True
+        progress.message(f"stopping: {signal.Signals(signum).name} received; interrupting running runs "
+                         f"(they resume from their checkpoint next time)")
+        if signum == signal.SIGTERM:  # Ctrl-C reaches the workers by itself (same process group)
+            for wid, proc in procs.items():
+                if holding.get(wid) and proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
 
-    def handle(message) -> None:
-        kind, wid, name, payload = message
-        if kind == "ready":
-            dispatch(wid)
-        elif kind == "done":
-            holding[wid] = None
-            _count(statuses, payload)
-            progress.finish(payload)
+    def on_exit(wid: int) -> None:
+        proc = procs.pop(wid)
+        code = proc.wait()
+        lost = holding.pop(wid, None)
+        if wid not in ready:
+            startup_failures.append(code)
+        if lost is not None:
+            error = f"worker process died (exit code {code}) while training this run; see {log_path}"
+            record = mark_failed(by_name[lost], error)
+            summary = {"name": lost, "status": record.get("status"), "error": error}
+            _count(statuses, summary)
+            progress.finish(summary)
             store.rebuild_index()
-            if payload.get("interrupted"):
-                stop["flag"] = True  # the worker exits by itself after an interrupted run
-                return
-            dispatch(wid)
-
-    def drain() -> None:
-        while True:
-            try:
-                handle(results.get_nowait())
-            except queue.Empty:
-                return
+        if pending and not stop["flag"] and len(startup_failures) < max(3, n_workers):
+            spawn()
 
     previous = _on_signals(on_signal)
     try:
@@ -334,40 +376,52 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
                 deadline = time.time() + 60
                 for wid in list(procs):
                     if holding.get(wid) is None:
-                        procs[wid][1].put(None)
+                        send(wid, {"kind": "stop"})
             if deadline is not None and time.time() > deadline:
                 break
             try:
-                handle(results.get(timeout=0.5))
-                continue
+                wid, message = events.get(timeout=0.5)
             except queue.Empty:
-                pass
-            for wid, (proc, _) in list(procs.items()):
-                if proc.is_alive() or proc.exitcode is None:
+                continue
+            kind = message.get("kind")
+            if kind == "eof":
+                on_exit(wid)
+            elif kind == "ready":
+                ready.add(wid)
+                dispatch(wid)
+            elif kind == "done":
+                holding[wid] = None
+                summary = message["summary"]
+                _count(statuses, summary)
+                progress.finish(summary)
+                store.rebuild_index()
+                if summary.get("interrupted"):
+                    stop["flag"] = True  # the worker exits by itself after an interrupted run
                     continue
-                drain()  # a last "done" may still be in the queue
-                procs.pop(wid)
-                lost = holding.pop(wid, None)
-                if lost is not None:
-                    error = f"worker process died (exit code {proc.exitcode}) while training this run"
-                    record = mark_failed(by_name[lost], error)
-                    summary = {"name": lost, "status": record.get("status"), "error": error}
-                    _count(statuses, summary)
-                    progress.finish(summary)
-                    store.rebuild_index()
-                if pending and not stop["flag"]:
-                    spawn()
+                dispatch(wid)
     finally:
-        for proc, inbox in procs.values():
-            proc.join(timeout=10 if stop["flag"] else 30)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=5)
+        for wid, proc in list(procs.items()):
+            try:
+                proc.wait(timeout=10 if stop["flag"] else 30)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # SIGKILL: Lightning swallows SIGTERM while training
+                proc.wait(timeout=10)
         # a worker stopped mid-run left its record 'running': say so in the record
         for wid, name in holding.items():
             if name is not None and store.status_of(name) == "running":
                 mark_failed(by_name[name], "sweep stopped while this run was training", status="interrupted")
         _restore(previous)
+        log.close()
+    if pending and not stop["flag"]:  # no worker left to take them
+        tail = ""
+        try:
+            lines = [l for l in log_path.read_text(errors="replace").splitlines() if l.strip()]
+            tail = f": {lines[-1].strip()[:300]}" if lines else ""
+        except OSError:
+            pass
+        code = startup_failures[-1] if startup_failures else "?"
+        raise WorkerStartupError(f"worker processes exit at start-up (exit code {code}){tail} "
+                                 f"(full output in {log_path}; --workers 0 runs in this process)")
     return bool(stop["flag"])
 
 

@@ -10,10 +10,11 @@
    the run raised before its recorder existed (e.g. a ``ConfigError`` at construction).
    Ctrl-C / SIGINT leaves ``interrupted``; a NaN loss ``diverged`` (the recorder's doing).
 
-Keep this module's top-level imports light: worker processes start with ``spawn`` and set their
-thread limits before torch is imported.
+Keep this module's top-level imports light: worker processes set their thread limits before
+torch is imported.
 
-Standalone (one run, e.g. from an external scheduler)::
+As a command: ``--serve`` is the local launcher's worker (JSON lines on stdin/stdout, see
+:func:`serve`); ``--task task.json`` runs one task, e.g. from an external scheduler::
 
     python -m grok_lightning.sweep.worker --task task.json
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, new_record, write_json_atomic
 
-__all__ = ["execute_run", "make_task", "record_config", "mark_failed", "worker_main"]
+__all__ = ["execute_run", "make_task", "record_config", "mark_failed", "serve"]
 
 ATTEMPTS_FILE = "attempts.jsonl"
 OWNER_FILE = ".owner"
@@ -249,6 +250,17 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         handle.write(json.dumps({**me, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                                  "resumed_from": ckpt_path, "prior_status": (prior or {}).get("status")}) + "\n")
     interrupted = False
+    sigint = {"received": False}
+
+    def on_sigint(signum, frame):  # remember it: Lightning turns it into SystemExit(1)
+        sigint["received"] = True
+        raise KeyboardInterrupt
+
+    try:
+        previous_handler = signal.signal(signal.SIGINT, on_sigint) \
+            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else None
+    except ValueError:  # not the main thread (e.g. some Ray setups): no Ctrl-C handling here
+        previous_handler = None
     try:
         with _output_to(run_dir / LOG_FILE, capture_output):
             if ckpt_path:
@@ -261,13 +273,16 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         mark_failed(task, "KeyboardInterrupt", status="interrupted")
     except SystemExit as err:  # Lightning turns Ctrl-C into SystemExit(1); jsonargparse exits 2
         record = _read(record_path)
-        if record is not None and record.get("status") == "interrupted":
+        if sigint["received"] or (record is not None and record.get("status") == "interrupted"):
             interrupted = True
+            mark_failed(task, "KeyboardInterrupt (Ctrl-C / SIGINT)", status="interrupted")
         else:
             mark_failed(task, f"SystemExit({err.code}) while running; end of run.log:\n{_log_tail(run_dir)}")
     except BaseException as err:  # noqa: BLE001 - every failure becomes a record, the sweep goes on
         mark_failed(task, f"{traceback.format_exc().rstrip()}\nerror: {error_line(err)}")
     finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGINT, previous_handler)
         (run_dir / OWNER_FILE).unlink(missing_ok=True)
     record = _read(record_path)
     if record is not None and record.get("status") == "running":  # should not happen; never leave it
@@ -313,20 +328,35 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watchdog").start()
 
 
-def worker_main(worker_id: int, tasks, results, threads: int | None, parent_pid: int) -> None:
-    """Loop of one local worker process: take a task, run it, report, until ``None``."""
+def serve(parent_pid: int, threads: int | None) -> int:
+    """A local worker: JSON lines in on stdin (``{"kind": "run", "task": ...}`` or
+    ``{"kind": "stop"}``), JSON lines out (``ready``, ``start``, ``done`` with the summary).
+
+    The protocol uses a private copy of stdout; file descriptor 1 then points at stderr, so a
+    stray print cannot corrupt it.
+    """
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
     die_with_parent(parent_pid)
     limit_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # idle: the launcher decides
+
+    def send(kind: str, **payload) -> None:
+        proto.write(json.dumps({"kind": kind, "pid": os.getpid(), **payload}) + "\n")
+        proto.flush()
+
     import torch  # noqa: F401  (import once, up front, with the limits above)
 
     limit_threads(threads)
-    results.put(("ready", worker_id, None, os.getpid()))
-    while True:
-        task = tasks.get()
-        if task is None:
+    send("ready")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message.get("kind") != "run":
             break
-        results.put(("start", worker_id, task["name"], os.getpid()))
+        task = message["task"]
+        send("start", name=task["name"])
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             summary = execute_run(task)
@@ -335,9 +365,10 @@ def worker_main(worker_id: int, tasks, results, threads: int | None, parent_pid:
                        "error": f"{type(err).__name__}: {err}", "interrupted": isinstance(err, KeyboardInterrupt)}
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        results.put(("done", worker_id, task["name"], summary))
+        send("done", name=task["name"], summary=summary)
         if summary.get("interrupted"):
             break
+    return 0
 
 
 def ray_execute(task: dict) -> dict:
@@ -350,13 +381,20 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m grok_lightning.sweep.worker",
-                                     description="Run one sweep task (JSON from grok_lightning.sweep.worker.make_task).")
-    parser.add_argument("--task", required=True, help="task JSON file")
-    parser.add_argument("--no-capture", action="store_true", help="keep output on this terminal")
+                                     description="Run one sweep task (JSON from make_task), or serve a launcher.")
+    parser.add_argument("--task", help="task JSON file: run it and print the summary")
+    parser.add_argument("--no-capture", action="store_true", help="keep the run's output on this terminal")
+    parser.add_argument("--serve", action="store_true", help="worker mode: tasks on stdin, results on stdout")
+    parser.add_argument("--parent", type=int, default=None, help="exit when this pid is gone (--serve)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve(args.parent or os.getppid(), args.threads)
+    if not args.task:
+        parser.error("give --task FILE or --serve")
     with open(args.task) as handle:
         task = json.load(handle)
-    limit_threads(task.get("threads"))
+    limit_threads(args.threads or task.get("threads"))
     summary = execute_run(task, capture_output=not args.no_capture)
     print(json.dumps(summary))
     return 0 if summary["status"] in FINAL_STATUSES else 1
