@@ -33,6 +33,7 @@ class RunSettings:
         profile: ``smoke``, ``paper`` or ``custom``; stated in records, figures and hparams.
         checkpoint_every: save ``last.ckpt`` every this many epochs (0 disables checkpoints).
         record_path: where the record goes (default: ``<log_dir>/record.json``).
+        name: a readable run name for the record (sweeps set it).
         run_id: a stable id (sweeps derive it from the resolved config).
         flush_denormal: ``torch.set_flush_denormal(True)``: measured faster on CPU (README).
         threads: torch intra-op threads (``None`` keeps torch's default).
@@ -40,6 +41,7 @@ class RunSettings:
     """
 
     profile: str = "custom"
+    name: str | None = None
     checkpoint_every: int = 50
     record_path: str | None = None
     run_id: str | None = None
@@ -84,7 +86,7 @@ class GrokCLI(LightningCLI):
         if run.diagnostics and hasattr(self.model, "has_attention"):
             callbacks.append(AttentionDiagnostics(**self._section("diagnostics")))
         callbacks += list(extra)
-        info = {"profile": run.profile, "run_id": run.run_id}
+        info = {"profile": run.profile, "run_id": run.run_id, "name": run.name}
         callbacks.append(RunRecorder(record_path=run.record_path, run_info=info))
         if run.checkpoint_every > 0:
             callbacks.append(
@@ -108,7 +110,10 @@ def run_config(config: dict, ckpt_path: str | None = None) -> dict:
     """
     with warnings.catch_warnings():  # "args and sys.argv both given": args is what we mean here
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
-        cli = GrokCLI(args=config, run=False)
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+        cli = GrokCLI(args=config, run=False, parser_kwargs={"exit_on_error": False})
+    try:
+        cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+    finally:
+        torch.set_flush_denormal(False)  # process-global CPU state: do not leak it to the caller
     recorder = next(c for c in cli.trainer.callbacks if isinstance(c, RunRecorder))
     return recorder.record

@@ -31,6 +31,17 @@ def tiny_config(tmp_path: Path, max_epochs: int = 4, **model_overrides) -> dict:
     return config
 
 
+@pytest.fixture(autouse=True)
+def _no_flush_denormal_leak():
+    """Runs set torch.set_flush_denormal(True) (process-global); hypothesis refuses to draw floats
+    in that state, so every test starts and ends with IEEE subnormals enabled."""
+    import torch
+
+    torch.set_flush_denormal(False)
+    yield
+    torch.set_flush_denormal(False)
+
+
 @pytest.fixture
 def tiny(tmp_path):
     return lambda **kw: tiny_config(tmp_path, **kw)
