@@ -8,6 +8,8 @@ TORCH ?= torch==2.13.0
 PROFILE ?= smoke
 OUT ?= reproduction
 PYTEST_ARGS ?=
+# extras installed with the package; CI adds `ray` so the Ray launcher test runs
+EXTRAS ?= dev
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig2 reproduce-lockin tensorboard lean benchmarks clean
@@ -19,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(VENV)/.installed ## create .venv and install the package with dev extras

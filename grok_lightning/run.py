@@ -99,6 +99,8 @@ class GrokCLI(LightningCLI):
                     enable_version_counter=False,
                 )
             )
+        else:  # otherwise Lightning adds its default ModelCheckpoint, which saves every epoch
+            kwargs["enable_checkpointing"] = False
         return super().instantiate_trainer(callbacks=callbacks, **kwargs)
 
 

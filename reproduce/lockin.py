@@ -209,7 +209,9 @@ def describe_tian(records: list[dict], configs: dict[str, dict]) -> str:
                     f"r = sigma2/sigma3 of the W x W Gram, fire = first t >= {_values([x.get('min_epoch') for x in flat])} "
                     f"with [ln r(t) - ln r(t-{_values([x.get('slope_span') for x in flat])})]/span > "
                     f"{_values([x.get('threshold') for x in flat])}, persistence {_values([x.get('persistence') for x in flat])}")
-    t6 = _values([tuple(x.get("theorem6_epochs") or ()) for x in m])
+    t6 = _values([list(x.get("theorem6_epochs") or ()) for x in m])
+    t6_text = (f"Theorem 6 (eta > 0 only) on the top-{_values([x.get('theorem6_pairs') for x in m])} |cos| pairs "
+               f"at epochs {t6}" if t6 != "[]" else "Theorem 6 not computed")
     return (f"a + b mod {M}, n_train = {n_train} of {M}^2 (train fraction {_values([round(f, 4) for f in fractions])}), "
             f"split and init from the run seed; {_values([x.get('activation') for x in m])} network "
             f"{_values([2 * x.get('M') for x in m])} -> {_values([x.get('hidden') for x in m])} -> {M}, no biases, "
@@ -217,8 +219,7 @@ def describe_tian(records: list[dict], configs: dict[str, dict]) -> str:
             f"coupled L2 eta in {_values([_eta(r) for r in records])}; 1 step = 1 epoch, metrics before each step; "
             f"horizon {_values([r['config'].get('max_epochs') for r in records])} epochs; {det_text}; "
             f"rho_tian every {_values([x.get('rho_every') for x in m])} epoch(s), threshold {RHO_THRESHOLD}; "
-            f"Theorem 6 (eta > 0 only) on the top-{_values([x.get('theorem6_pairs') for x in m])} |cos| pairs "
-            f"at epochs {t6}; device {_values([r.get('environment', {}).get('device') for r in records])}, float32")
+            f"{t6_text}; device {_values([r.get('environment', {}).get('device') for r in records])}, float32")
 
 
 def _differs(profile: str, what: str, **ours) -> str:
@@ -625,7 +626,8 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
         med, ci = median_ci(fired)
         rows.append(row(PAPER, f"eta sweep eta={eta:g}: median slope fire epoch", p and p["lockin"], med, profile, len(fired),
                         ours_ci=ci, note=f"{len(fired)}/{n} fired by epoch {H}: {fires}"
-                                         + (f"; paper late sigma2/sigma3 (ep 300-600) {p['late']}, ours {_fmt(_med(late))}" if p else "")))
+                                         + (f"; late sigma2/sigma3 paper {p['late']} (epochs 300-600), ours "
+                                            f"{_fmt(_med(late))} (epochs 300-{H})" if p else "")))
         hits = [v for v in rho if v is not None]
         med, ci = median_ci(hits)
         rows.append(row(PAPER, f"eta sweep eta={eta:g}: median rho_tian fire epoch", p and p["rho"], med, profile, len(hits),
@@ -643,8 +645,9 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
         slope, intercept = np.polyfit([t for t, _ in points], [p for _, p in points], 1)
         fit = [float(slope), float(intercept)]
     rows.append(row(PAPER, "eta sweep: slope of t_rho vs t_test(0.5) regression", P_ETA_FIT[0], fit[0] if fit else None,
-                    profile, len(points), note=(f"ours t_rho = {fit[0]:.2f} t_test {fit[1]:+.0f} over {len(points)} runs; "
-                                                if fit else f"{len(points)} runs with both epochs: too few for a fit; ")
+                    profile, len(points), note=(f"ours t_rho = {fit[0]:.2f} t_test {fit[1]:+.0f} over {len(points)} runs"
+                                                + ("" if len(points) >= 10 else " (too few runs for a meaningful slope)")
+                                                + "; " if fit else f"{len(points)} runs with both epochs: too few for a fit; ")
                     + "paper: 0.80 t_test - 75, R^2 = 0.87, 20 runs"))
     long = [r for r in long_records if _eta(r) > 0]
     lr = long[0] if long else None
@@ -657,7 +660,7 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
         rows.append(row(PAPER, f"eta=1e-5 extension (2,000 epochs, seed 0): {label}", P_ETA_LONG[key], long_vals[key],
                         profile, 1 if lr else 0, note=why or (f"seed {_seed(lr)}, {_horizon(lr)} epochs; None = not reached")))
 
-    seeds_text = (f"eta in {_values(etas)}, seeds {_values([_seed(r) for r in x2])} per eta, horizon {H} epochs; "
+    seeds_text = (f"eta in {_values(etas)}, seeds {sorted({_seed(r) for r in x2})} per eta, horizon {H} epochs; "
                   f"bands: IQR over seeds (a single line when n = 1)"
                   + (f"; extension: eta {_eta(lr):g}, seed {_seed(lr)}, {_horizon(lr)} epochs" if lr else ""))
     differs = _differs(profile, "eta", seeds=len({_seed(r) for r in x2}), epochs=H,
@@ -695,12 +698,13 @@ def notes_text(summary: dict, profile: str) -> str:
     if main:
         t6 = main["theorem6"]
         lines += ["| epoch | paper mode, ours (median seeds 0-4) | published 5-seed median | exact mode, ours (min over runs) | "
-                  "frac B<0 on +cos | median abs cos (paper seed 0) |", "|---|---|---|---|---|---|"]
+                  "ours seed 0 (Xu's seed 0) | frac B<0 on +cos | median abs cos (Xu seed 0) |", "|---|---|---|---|---|---|---|"]
         for e in T6_EPOCHS:
             s = t6.get(str(e), {})
             lines.append(f"| {e} | {_fmt(_med(s.get('paper_mode_seeds0_4', [])))} (n={len(s.get('paper_mode_seeds0_4', []))}) | "
                          f"{PUBLISHED_SIGN_MATCH[e]} | {_fmt(min(s.get('exact_all') or [float('nan')]))} "
-                         f"(n={len(s.get('exact_all', []))}) | {_fmt(s.get('frac_neg_B_pos_cos_median'))} | "
+                         f"(n={len(s.get('exact_all', []))}) | {_fmt(s.get('paper_mode_seed0'))} ({P_SIGN_SEED0[e]}) | "
+                         f"{_fmt(s.get('frac_neg_B_pos_cos_median'))} | "
                          f"{_fmt(s.get('median_abs_cos_median'))} ({P_MEDIAN_ABS_COS[e]}) |")
         lines.append("")
     else:

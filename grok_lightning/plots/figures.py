@@ -39,7 +39,7 @@ def figure_two_phase(records: list[dict], caption_text: str):
         for ax in axes:
             ax.axvline(float(np.median(grok)), color="tab:green", linestyle="--", linewidth=1)
         axes[0].text(float(np.median(grok)), 0.05, f" median t_grok = {np.median(grok):.0f}", fontsize=8)
-    axes[0].legend(loc="lower right", fontsize=8)
+    axes[0].legend(loc="upper left", fontsize=8)
     axes[-1].set_xlabel("epoch (log)")
     fig.suptitle("Fig. 2: two-phase dynamics of the attention order parameters", fontsize=11)
     fig.text(0.01, 0.005, caption_text, fontsize=7, va="bottom", wrap=True)
