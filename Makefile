@@ -12,10 +12,10 @@ PYTEST_ARGS ?=
 EXTRAS ?= dev
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig2 reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
-	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,11 +35,31 @@ test-fast: install ## unit tests only (no real training)
 reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until it groks
 	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --trainer.enable_progress_bar false
 
+reproduce-fig5: install ## Fig. 5 lambda_c (logistic, bootstrap, GLM) and nu (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig5 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig1: install ## Fig. 1 regime map lambda x model size (reuses Fig. 5's sweep; PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig1 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig9 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig11: install ## Fig. 11 / Table 4 AdamW relaxation kappa and horizon bound (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig11 --profile $(PROFILE) --out $(OUT)
+
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT)
 
 reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|paper)
 	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT)
+
+# one lock-in figure at a time: fig1 = main, fig2 = window sweep, fig3 = x^2 vs ReLU, fig4 = eta sweep
+LOCKIN_PART_fig1 := main
+LOCKIN_PART_fig2 := window
+LOCKIN_PART_fig3 := activation
+LOCKIN_PART_fig4 := eta
+reproduce-lockin-fig%: install ## one lock-in figure: fig1 main, fig2 window, fig3 x^2 vs ReLU, fig4 eta (PROFILE=smoke|paper)
+	$(PY) -m reproduce.lockin --only $(LOCKIN_PART_fig$*) --profile $(PROFILE) --out $(OUT)
 
 reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|paper)
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT)

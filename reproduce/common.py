@@ -23,11 +23,18 @@ def parse_args(doc: str, argv=None) -> argparse.Namespace:
 
 
 def sweep_records(sweep_file: str, profile: str, out: Path, workers: int | None = None) -> list[dict]:
-    """Run (or resume) a sweep into ``out/sweep`` and return the records of its runs."""
+    """Run (or resume) a sweep into ``out/sweep`` and return the records of its runs.
+
+    ``extend=True``: when the sweep file changed since ``out/sweep`` was made, the new grid is
+    adopted and finished runs it still contains are kept; only the runs of the current grid
+    are returned (a removed lambda never leaks into a fit).
+    """
+    from grok_lightning.sweep.grid import load_sweep
     from grok_lightning.sweep.launchers import run_sweep
 
-    run_sweep(SWEEPS / sweep_file, profile=profile, out=out / "sweep", workers=workers)
-    return [record for _, record in iter_records(out / "sweep" / "runs")]
+    run_sweep(SWEEPS / sweep_file, profile=profile, out=out / "sweep", workers=workers, extend=True)
+    wanted = {spec.run_id for spec in load_sweep(SWEEPS / sweep_file, profile=profile).expand()}
+    return [record for _, record in iter_records(out / "sweep" / "runs") if record.get("run_id") in wanted]
 
 
 def describe(record: dict) -> str:
@@ -38,6 +45,38 @@ def describe(record: dict) -> str:
     return (f"p={d.get('p')} {d.get('operation')} frac={d.get('train_fraction')} batch={d.get('batch_size')}; "
             f"{m.get('arch')} {shape}, init {m.get('init')}; AdamW lr {m.get('lr')} betas {tuple(m.get('betas', ()))} "
             f"wd on {m.get('weight_decay_scope')}; eval every {m.get('eval_every')} (dense to {m.get('eval_dense_until')})")
+
+
+def n_params(record: dict) -> int:
+    """Parameter count of a run's model: from the record, else rebuilt on the meta device."""
+    if record.get("n_params"):
+        return int(record["n_params"])
+    import torch
+
+    from grok_lightning.models import build_model
+
+    m, p = record["config"]["model"], record["config"]["data"]["p"]
+    kwargs = dict(m.get("arch_kwargs") or {})
+    if m["arch"] == "transformer":
+        kwargs.update(d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], d_ff=m["d_ff"])
+    with torch.device("meta"):
+        model = build_model(m["arch"], vocab_size=p + 1, n_classes=p, **kwargs)
+    return sum(t.numel() for t in model.parameters())
+
+
+def sweep_summary(records: list[dict]) -> dict:
+    """Seeds, lambdas, horizon and status counts of a sweep, plus a caption line saying so."""
+    from collections import Counter
+
+    seeds = sorted({r["config"]["seed"] for r in records})
+    wds = sorted({r["config"]["wd"] for r in records})
+    horizon = max(r["config"]["max_epochs"] for r in records)
+    per_wd = Counter(r["config"]["wd"] for r in records)
+    statuses = dict(Counter(r["status"] for r in records))
+    stop = records[0]["config"].get("grok_extra_epochs") if records else None
+    text = (f"{len(records)} runs: lambda {wds}, seeds {seeds}, horizon {horizon} epochs; statuses {statuses}")
+    return {"seeds": seeds, "wds": wds, "horizon": horizon, "seeds_per_wd": min(per_wd.values()),
+            "statuses": statuses, "n_runs": len(records), "text": text, "stop": stop}
 
 
 def median_ci(values, n_bootstrap: int = 2000, seed: int = 0) -> tuple[float, list[float] | None]:

@@ -8,15 +8,17 @@ Layer means go to the record's history and to TensorBoard as ``diag/<name>``; pe
 as ``diag_layer_<k>/<name>`` (one TensorBoard section per layer). Every
 ``image_every`` evaluations it logs each layer's H x H head-cosine matrix as an image.
 
-On architectures without attention (MLP, LSTM, Mamba) it does nothing except record, once, that
-attention metrics are undefined for that architecture; loss, accuracy and weight norm are still
-logged by the evaluation itself.
+On architectures without attention (MLP, LSTM, Mamba), or any module without ``has_attention``,
+it computes nothing: it records that attention metrics are undefined for that architecture
+(``record_extras["attention_metrics"]``, when the module keeps extras) and says so once in the
+log; loss, accuracy and weight norm are still logged by the evaluation itself.
 """
 
 from __future__ import annotations
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.utilities import rank_zero_info
 
 from grok_lightning.metrics import AttentionStatistics, head_cosine_matrix
 
@@ -53,17 +55,26 @@ class AttentionDiagnostics(Callback):
     def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10):
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
         self.n_evaluations = 0
+        self._noted = False  # the "no attention" note is logged once
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        pl_module.collect_attention = bool(getattr(pl_module, "has_attention", False))
+        has_attention = bool(getattr(pl_module, "has_attention", False))
+        pl_module.collect_attention = has_attention
+        if not has_attention:
+            arch = getattr(pl_module.hparams, "arch", type(pl_module).__name__)
+            note = f"undefined for arch={arch}"
+            extras = getattr(pl_module, "record_extras", None)
+            if isinstance(extras, dict):
+                extras.setdefault("attention_metrics", note)
+            if not self._noted:
+                rank_zero_info(f"AttentionDiagnostics: attention metrics {note}; nothing to compute")
+                self._noted = True
 
     def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
         self.n_evaluations += 1
         if not getattr(pl_module, "has_attention", False):
-            arch = getattr(pl_module.hparams, "arch", type(pl_module).__name__)
-            pl_module.record_extras["attention_metrics"] = f"undefined: architecture {arch!r} has no attention"
             return
-        attentions = pl_module.last_attentions
+        attentions = getattr(pl_module, "last_attentions", None)
         if attentions is None or (self.n_evaluations - 1) % self.every:
             return
         statistics = AttentionStatistics(per_layer=True)

@@ -2,7 +2,7 @@
 
 The record is written atomically at fit start (status ``running``), after every ``write_every``
 evaluations, and at the end with the final status: ``completed``, ``diverged`` (NaN/Inf loss,
-with its epoch), ``interrupted`` (Ctrl-C / SIGTERM) or ``failed`` (any other exception, with the
+with its epoch), ``excluded`` (non-finite after an intervention, with the reason), ``interrupted`` (Ctrl-C / SIGTERM) or ``failed`` (any other exception, with the
 traceback). Its state (the record so far and the elapsed wall time) is saved in checkpoints, so a
 resumed run continues the same history instead of starting a second one.
 
@@ -140,7 +140,11 @@ class RunRecorder(Callback):
                 if key in history:
                     record[f"final_{key}"] = history[key][-1]
         diverged = getattr(pl_module, "diverged_epoch", None)
-        if diverged is not None:
+        excluded = getattr(pl_module, "excluded_reason", None)
+        if excluded is not None:  # set by an intervention callback (non-finite after intervening)
+            record["status"], record["excluded_reason"] = "excluded", excluded
+            record["diverged_epoch"] = diverged
+        elif diverged is not None:
             record["status"], record["diverged_epoch"] = "diverged", diverged
         elif record["status"] == "running":
             record["status"] = "completed"

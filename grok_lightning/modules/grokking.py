@@ -17,6 +17,7 @@ from torch.nn import functional as F
 
 from grok_lightning.config import ConfigError, require, require_choice, validate_optimizer
 from grok_lightning.models import ATTENTION_ARCHS, available, build_model
+from grok_lightning.models.mamba import resolve_backend
 
 __all__ = ["GrokkingModule", "parameter_groups"]
 
@@ -49,9 +50,11 @@ class GrokkingModule(L.LightningModule):
     """One sequence model x one modular-arithmetic task.
 
     Args:
-        arch: registered architecture (``transformer``; MLP/LSTM/Mamba as they are added).
+        arch: registered architecture: ``transformer``, or a cross-architecture probe ``mlp``,
+            ``lstm``, ``mamba`` (no attention; they ignore the transformer shape and ``init``).
         d_model, n_layers, n_heads, d_ff: transformer shape (paper canonical 128 / 4 / 8 / 512).
-        arch_kwargs: extra keyword arguments for the architecture's builder.
+        arch_kwargs: extra keyword arguments for the architecture's builder (the probes' shapes,
+            e.g. ``{"expand": 2, "backend": "auto"}`` for Mamba).
         lr: AdamW learning rate (1e-3, constant, no warmup, no clipping).
         weight_decay: decoupled AdamW weight decay lambda (the swept quantity).
         betas, eps: AdamW moments (default betas chosen by measurement, see docs/decisions.md).
@@ -92,6 +95,9 @@ class GrokkingModule(L.LightningModule):
             for name, value in dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff).items():
                 require(isinstance(value, int) and value >= 1, f"model.{name}", value, "must be an integer >= 1")
             require(d_model % n_heads == 0, "model.n_heads", n_heads, f"must divide model.d_model={d_model}")
+        backend = (arch_kwargs or {}).get("backend", "torch")
+        if arch == "mamba" and backend != "auto":  # fail before training, not at configure_model
+            resolve_backend(backend)
         require(eval_every >= 1, "model.eval_every", eval_every, "must be an integer >= 1")
         require(all(0 <= b < 1 for b in betas), "model.betas", betas, "each must be in [0, 1)")
         self.save_hyperparameters()
@@ -99,6 +105,7 @@ class GrokkingModule(L.LightningModule):
         self.collect_attention = False  # set by the diagnostics callback
         self.last_attentions: list[torch.Tensor] | None = None
         self.diverged_epoch: int | None = None
+        self.excluded_reason: str | None = None  # set by intervention callbacks (status 'excluded')
         self.record_extras: dict = {}
         if modulus is not None:
             self._build(modulus)
@@ -115,6 +122,12 @@ class GrokkingModule(L.LightningModule):
             kwargs.update(d_model=hp.d_model, n_layers=hp.n_layers, n_heads=hp.n_heads, d_ff=hp.d_ff, init=hp.init)
         self.model = build_model(hp.arch, vocab_size=p + 1, n_classes=p, **kwargs)
         self.modulus = p
+        # the regime map (Fig. 1) places runs by model size
+        self.record_extras["n_params"] = sum(t.numel() for t in self.model.parameters())
+        if hasattr(self.model, "backend"):  # Mamba: which kernels ran (not an hparam: it is resolved)
+            self.record_extras["backend"] = self.model.backend
+        if not self.has_attention:  # the record says so even when the diagnostics are off
+            self.record_extras["attention_metrics"] = f"undefined for arch={hp.arch}"
 
     def configure_model(self) -> None:
         if self.model is not None:
@@ -134,6 +147,8 @@ class GrokkingModule(L.LightningModule):
 
     # --- training -----------------------------------------------------------------------
     def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+        if return_attention and not self.has_attention:
+            raise ValueError(f"return_attention=True: model.arch={self.hparams.arch!r} has no attention")
         return self.model(tokens, return_attention=return_attention) if return_attention else self.model(tokens)
 
     def training_step(self, batch, batch_idx):

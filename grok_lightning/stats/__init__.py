@@ -7,6 +7,7 @@ records into them. See ``docs/statistics.md`` for the formulas and the golden nu
   (``method="paper"``) and a binomial GLM (``method="glm"``); Wilson bin intervals.
 - :mod:`.curves`     nu of t_grok = A (lambda - lambda_c)^-nu, tanh rise, d/H model selection.
 - :mod:`.relaxation` AdamW norm relaxation fit and the horizon bound on lambda_c.
+- :mod:`.regimes`    grok / no-grok / collapse / diverged label of a run (Fig. 1, Fig. 9).
 - :mod:`.tests`      paired t / Wilcoxon / Cohen's d / bootstrap CI, Bonferroni/Holm,
   permutation test, two-sample Cohen's d, Pearson r with Fisher-z CI.
 """
@@ -16,6 +17,7 @@ from .critical import CriticalFit, fit_critical_weight_decay, logistic_log10
 from .curves import (PowerLawFit, TanhFit, fit_saturation_models, fit_tanh_rise,
                      fit_time_to_grok_power_law, jackknife_ci, tanh_rise)
 from .phases import PhaseSummary, peak_entropy_std, phase_summary
+from .regimes import REGIMES, CollapseCriterion, classify_run, regime_counts
 from .relaxation import (P_RELAX_LEVELS, PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, RelaxationFit,
                          adamw_bound, adamw_bound_table, fit_exponential_relaxation,
                          kappa_from_rate, relaxation_curve)
@@ -25,6 +27,7 @@ from .tests import (PairedComparison, PermutationResult, cohens_d, correct, pair
 __all__ = [
     "PhaseSummary", "peak_entropy_std", "phase_summary",
     "records_to_arrays",
+    "REGIMES", "CollapseCriterion", "classify_run", "regime_counts",
     "CriticalFit", "fit_critical_weight_decay", "logistic_log10",
     "PowerLawFit", "TanhFit", "fit_saturation_models", "fit_tanh_rise",
     "fit_time_to_grok_power_law", "jackknife_ci", "tanh_rise",

@@ -77,6 +77,18 @@ class CriticalFit:
     wd_c_bracket: tuple[float, float]
     warnings: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    #: (log10 lambda_c, k) of every kept bootstrap refit (figures draw the band from these);
+    #: not part of ``to_dict``
+    bootstrap_params: np.ndarray | None = field(default=None, repr=False)
+
+    def curve_band(self, wd, level: float = 0.95) -> tuple[np.ndarray, np.ndarray] | None:
+        """Pointwise percentile band of the bootstrap logistic curves at ``wd`` (None without)."""
+        if self.bootstrap_params is None or len(self.bootstrap_params) < 2:
+            return None
+        log_wd = np.log10(np.asarray(wd, float))[None, :]
+        curves = logistic_log10(log_wd, self.bootstrap_params[:, :1], self.bootstrap_params[:, 1:])
+        tail = 50.0 * (1.0 - level)
+        return np.percentile(curves, tail, axis=0), np.percentile(curves, 100.0 - tail, axis=0)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -199,10 +211,29 @@ def _curve_fit(log_wd, p, p0, maxfev):
     return float(popt[0]), float(popt[1])
 
 
+def _restart_fit(wd_u, p_fit, log_c, k, notes) -> tuple[float, float]:
+    """The published p0 (lambda_c = 0.05) suits the paper's grid; on a grid far from it the curve
+    starts flat and the optimiser stalls (k -> 0). Retry from the grid's median lambda and keep
+    whichever fits the bins better; the paper's own grid never gets here."""
+    retry = (float(np.median(np.log10(wd_u))), PAPER_P0[1])
+    try:
+        log_r, k_r = _curve_fit(np.log10(wd_u), p_fit, retry, maxfev=5000)
+    except (RuntimeError, ValueError):
+        return log_c, k
+    with np.errstate(all="ignore"):
+        sse = lambda lc, kk: float(np.sum((logistic_log10(np.log10(wd_u), lc, kk) - p_fit) ** 2))
+        if not sse(log_r, k_r) < sse(log_c, k):
+            return log_c, k
+    notes.append(f"least-squares fit restarted from p0 = ({retry[0]:.3g}, {retry[1]:g}) (the published p0 stalled)")
+    return log_r, k_r
+
+
 def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common) -> CriticalFit:
     notes = common["warnings"]
     try:
         log_c, k = _curve_fit(np.log10(wd_u), p_fit, PAPER_P0, maxfev=5000)
+        if not (k > 0 and np.log10(wd_u.min()) <= log_c <= np.log10(wd_u.max())):
+            log_c, k = _restart_fit(wd_u, p_fit, log_c, k, notes)
     except (RuntimeError, ValueError) as exc:
         notes.append(f"least-squares fit did not converge: {exc}")
         return CriticalFit(wd_c=float("nan"), k=float("nan"), wd_c_ci=(float("nan"),) * 2,
@@ -231,7 +262,7 @@ def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, comm
     rank = np.argsort(keys)  # bin indices in ascending lambda, as sorted(bb) does
     log_keys = np.log10(np.array(keys))[rank]
     rng, N = random.Random(seed), item_w.size
-    wdcs = []
+    wdcs, params = [], []
     for _ in range(n_bootstrap):
         idx = np.fromiter((rng.randrange(N) for _ in range(N)), dtype=np.intp, count=N)
         cnt = np.bincount(item_w[idx], minlength=len(keys))[rank]
@@ -240,12 +271,13 @@ def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, comm
         if present.sum() < 2:
             continue
         try:
-            lc, _ = _curve_fit(log_keys[present],
+            lc, kb = _curve_fit(log_keys[present],
                                _bin_rates(cnt[present], gro[present], smoothing), (log_c, k), 2000)
         except (RuntimeError, ValueError):
             continue  # non-converged refits are dropped, as in the paper
         if abs(lc) < 300:  # 10**lc would overflow; such a refit is no estimate of lambda_c
             wdcs.append(10.0 ** lc)
+            params.append((lc, kb))
     if n_bootstrap and len(wdcs) < n_bootstrap:
         notes.append(f"{n_bootstrap - len(wdcs)} of {n_bootstrap} bootstrap refits dropped "
                      f"(no convergence, or < 2 bins drawn)")
@@ -254,7 +286,8 @@ def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, comm
     wd_c, status = _range_check(log_c, wd_u, notes)
     return CriticalFit(wd_c=wd_c, k=k, wd_c_ci=ci, n_bootstrap=n_bootstrap,
                        n_bootstrap_ok=len(wdcs), separable=separable,
-                       status="separable" if separable else status, **common)
+                       status="separable" if separable else status,
+                       bootstrap_params=np.asarray(params, float) if params else None, **common)
 
 
 def _range_check(log_c: float, wd_u: np.ndarray, notes: list[str]) -> tuple[float, str]:

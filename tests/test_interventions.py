@@ -1,0 +1,149 @@
+"""HeadReinit and WeightNormClip: what they change, what they leave alone, once-only across resumes,
+exclusion on non-finite values, and configuration errors."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from grok_lightning.callbacks import HeadReinit, WeightNormClip
+from grok_lightning.callbacks.interventions import _Intervention
+from grok_lightning.config import ConfigError
+from grok_lightning.modules import GrokkingModule
+from grok_lightning.records import new_record, write_json_atomic
+from grok_lightning.run import run_config
+
+
+def _module_and_optimizer():
+    torch.manual_seed(0)
+    module = GrokkingModule(d_model=16, n_layers=2, n_heads=4, d_ff=32, modulus=7)
+    optimizer = torch.optim.AdamW(module.parameters(), lr=1e-3)
+    loss = module.model(torch.randint(0, 7, (8, 3))).square().mean()
+    loss.backward()
+    optimizer.step()  # so that Adam has moments to reset
+    return module, SimpleNamespace(optimizers=[optimizer], current_epoch=5, logger=None)
+
+
+def test_head_reinit_changes_only_the_chosen_heads_and_resets_their_adam_state():
+    module, trainer = _module_and_optimizer()
+    before = {n: p.detach().clone() for n, p in module.model.named_parameters()}
+    callback = HeadReinit(epoch=5, heads=[1, 3], layers=[1])
+    with torch.no_grad():
+        log = callback.apply(trainer, module)
+    assert log["heads"] == {"1": [1, 3]} and log["norm_before"] > 0 and log["norm_after"] > 0
+    d, dh = 16, 4
+    changed = torch.zeros(3 * d, dtype=torch.bool)
+    for part in range(3):
+        for h in (1, 3):
+            changed[part * d + h * dh: part * d + (h + 1) * dh] = True
+    qkv = module.model.blocks[1].attn.qkv.weight
+    assert torch.equal(qkv[~changed], before["blocks.1.attn.qkv.weight"][~changed])
+    assert (qkv[changed] != before["blocks.1.attn.qkv.weight"][changed]).all()
+    assert qkv[changed].abs().max() <= 1 / math.sqrt(d)  # nn.Linear's own init range
+    out = module.model.blocks[1].attn.out.weight
+    cols = torch.zeros(d, dtype=torch.bool)
+    cols[4:8] = cols[12:16] = True
+    assert torch.equal(out[:, ~cols], before["blocks.1.attn.out.weight"][:, ~cols])
+    for name, value in before.items():  # layer 0 and everything else untouched
+        if not name.startswith("blocks.1.attn."):
+            assert torch.equal(dict(module.model.named_parameters())[name], value), name
+    state = trainer.optimizers[0].state[module.model.blocks[1].attn.qkv.weight]
+    assert (state["exp_avg"][changed] == 0).all() and (state["exp_avg"][~changed] != 0).any()
+
+
+def test_random_head_choice_is_seeded_and_per_layer():
+    module, trainer = _module_and_optimizer()
+    log = HeadReinit(epoch=5, n_heads=2, seed=3).apply(trainer, module)
+    assert sorted(log["heads"]) == ["0", "1"] and all(len(h) == 2 for h in log["heads"].values())
+    other_module, other_trainer = _module_and_optimizer()
+    assert log == HeadReinit(epoch=5, n_heads=2, seed=3).apply(other_trainer, other_module)  # seeded
+
+
+def test_weight_norm_clip_caps_every_matrix_at_the_median():
+    module, trainer = _module_and_optimizer()
+    names = [n for n, p in module.model.named_parameters() if p.ndim == 2 and n.startswith("blocks.")]
+    norms = {n: float(torch.linalg.matrix_norm(dict(module.model.named_parameters())[n].double(), 2)) for n in names}
+    before = {n: dict(module.model.named_parameters())[n].detach().clone() for n in names}
+    with torch.no_grad():
+        log = WeightNormClip(epoch=5).apply(trainer, module)
+    values = sorted(norms.values())
+    median = 0.5 * (values[len(values) // 2 - 1] + values[len(values) // 2])
+    assert log["median"] == pytest.approx(median) and log["n_matrices"] == len(names) == 8
+    assert len(log["clipped"]) == 4 and log["norm_after"] < log["norm_before"]
+    for n in names:
+        w = dict(module.model.named_parameters())[n]
+        spectral = float(torch.linalg.matrix_norm(w.double(), 2))
+        if norms[n] > median:
+            assert spectral == pytest.approx(median, rel=1e-5)
+        else:
+            assert torch.equal(w, before[n])
+
+
+def test_peak_epoch_comes_from_the_control_record(tmp_path):
+    record = new_record({"wd": 1.0, "seed": 0})
+    record["history"] = {"epoch": [0, 50, 110, 120, 130], "entropy_std": [0.9, 0.8, 0.05, 0.09, 0.07]}
+    write_json_atomic(tmp_path / "record.json", record)
+    callback = HeadReinit(control_record=str(tmp_path / "record.json"))
+    callback.setup(None, None, "fit")
+    assert callback.epoch == 120  # epochs <= 100 are ignored, as in the paper
+    with pytest.raises(ConfigError, match="control_record"):
+        HeadReinit(control_record=str(tmp_path / "missing.json")).setup(None, None, "fit")
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(), "head_reinit.control_record"), (dict(epoch=0), "head_reinit.epoch"),
+    (dict(epoch=3, weights=["w"]), "head_reinit.weights"), (dict(epoch=3, heads="best"), "head_reinit.heads"),
+])
+def test_bad_head_reinit_settings_fail_with_one_line(kwargs, field):
+    with pytest.raises(ConfigError, match=field):
+        HeadReinit(**kwargs)
+
+
+def test_bad_clip_settings_fail_with_one_line():
+    with pytest.raises(ConfigError, match="weight_norm_clip.norm"):
+        WeightNormClip(epoch=3, norm="l1")
+
+
+def _with(config, callback: dict) -> dict:
+    config["trainer"]["callbacks"] = [callback]
+    return config
+
+
+REINIT = {"class_path": "grok_lightning.callbacks.HeadReinit",
+          "init_args": {"epoch": 2, "n_heads": 1, "heads": "most_similar"}}
+
+
+def test_intervention_happens_once_across_resumes(tiny, tmp_path):
+    """Resumed after the intervention: not repeated. Resumed before it: still performed.
+    (Uses heads="most_similar", which needs the run's test split.)"""
+    first = run_config(_with(tiny(max_epochs=3), REINIT))
+    assert [i["epoch"] for i in first["interventions"]] == [2]
+    ckpt = tmp_path / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    resumed = run_config(_with(tiny(max_epochs=5), REINIT), ckpt_path=str(ckpt))
+    assert [i["epoch"] for i in resumed["interventions"]] == [2] and resumed["final_epoch"] == 5
+
+    early = tiny(max_epochs=1)
+    early["trainer"]["logger"]["init_args"]["version"] = "early"
+    run_config(_with(early, REINIT))
+    late = _with(tiny(max_epochs=4), REINIT)
+    late["trainer"]["logger"]["init_args"]["version"] = "early"
+    record = run_config(late, ckpt_path=str(tmp_path / "tiny" / "early" / "checkpoints" / "last.ckpt"))
+    assert [i["epoch"] for i in record["interventions"]] == [2]
+
+
+class PoisonIntervention(_Intervention):
+    name = "poison"
+
+    def apply(self, trainer, pl_module):
+        next(pl_module.parameters()).fill_(float("nan"))
+        return {}
+
+
+def test_non_finite_after_an_intervention_marks_the_run_excluded(tiny):
+    record = run_config(_with(tiny(max_epochs=6), {"class_path": "tests.test_interventions.PoisonIntervention",
+                                                   "init_args": {"epoch": 2}}))
+    assert record["status"] == "excluded" and "after poison at epoch 2" in record["excluded_reason"]
+    assert record["final_epoch"] < 6

@@ -1,0 +1,134 @@
+"""Regime labels and the analysis half of the Fig. 1 / 5 / 9 / 11 targets, on synthetic records.
+
+The training half of each target is a sweep (tested in test_sweep.py); here the records are
+built with known ground truth, so each analysis must recover it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grok_lightning.records import new_record
+from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, regime_counts
+from reproduce import fig1, fig5, fig9, fig11
+
+MODEL = {"arch": "transformer", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "lr": 1e-3,
+         "betas": [0.9, 0.98], "init": "pytorch", "weight_decay_scope": "all", "eval_every": 10, "eval_dense_until": 10}
+
+
+def make_record(wd, seed, grok_epoch=None, operation="add", collapse=False, status="completed", omega=None,
+                n_params=112865, horizon=250):
+    epochs = list(range(0, horizon + 1, 10))
+    record = new_record({"wd": wd, "seed": seed, "max_epochs": horizon, "model": dict(MODEL, weight_decay=wd),
+                         "data": {"p": 97, "operation": operation, "train_fraction": 0.5, "batch_size": 512}},
+                        run_id=f"{operation}{wd}_{seed}")
+    s_bar = [1.0 if collapse else 0.9] * len(epochs)
+    record.update(status=status, grok_epoch=grok_epoch, n_params=n_params, history={
+        "epoch": epochs, "test_acc": [0.5] * len(epochs), "mean_similarity": s_bar,
+        "entropy_std": [0.0 if collapse else 0.03] * len(epochs),
+        "weight_norm": list(omega(np.asarray(epochs, float))) if omega else [50.0] * len(epochs)})
+    return record
+
+
+def test_classify_run_uses_the_collapse_thresholds():
+    collapsed = make_record(10.0, 7, collapse=True)
+    assert classify_run(collapsed) == "collapse"
+    assert classify_run(make_record(10.0, 7, collapse=True, grok_epoch=120)) == "grok"
+    assert classify_run(make_record(0.1, 7)) == "no-grok"
+    assert classify_run(make_record(1.0, 7, status="diverged")) == "diverged"
+    # s_bar = 0.9990 collapses under a looser threshold only
+    collapsed["history"]["mean_similarity"][-1] = 0.999
+    assert classify_run(collapsed) == "no-grok"
+    assert classify_run(collapsed, CollapseCriterion(s_bar_min=0.998)) == "collapse"
+    assert regime_counts([collapsed, make_record(1.0, 7, grok_epoch=100)]) == \
+        {"grok": 1, "no-grok": 1, "collapse": 0, "diverged": 0}
+    with pytest.raises(ValueError):
+        CollapseCriterion(s_bar_min=1.5)
+
+
+def test_bootstrap_band_brackets_the_point_fit():
+    wd = [0.1] * 6 + [0.3] * 6 + [1.0] * 6 + [3.0] * 6
+    grokked = [0] * 6 + [0, 0, 0, 0, 1, 1] + [1, 1, 1, 1, 0, 1] + [1] * 6
+    fit = fit_critical_weight_decay(wd, grokked, n_bootstrap=300)
+    grid = np.logspace(-1, 0.5, 20)
+    lo, hi = fit.curve_band(grid)
+    point = 1 / (1 + np.exp(-fit.k * (np.log10(grid) - np.log10(fit.wd_c))))
+    assert np.all(lo <= point + 1e-9) and np.all(point <= hi + 1e-9) and np.any(hi - lo > 0.05)
+    assert "bootstrap_params" not in fit.to_dict()
+
+
+def _sweep(t_grok=lambda wd, seed: 400 * (wd - 0.3) ** -0.7):
+    """lambda 0.2 / 0.3 never grok, 0.5 half the seeds, 1.0 three of four (so the outcomes overlap),
+    above always; t_grok follows a power law."""
+    records = []
+    for wd in (0.2, 0.3, 0.5, 1.0, 2.0, 3.0):
+        for seed in range(4):
+            grok = (wd >= 1.0 and (wd, seed) != (1.0, 3)) or (wd == 0.5 and seed % 2 == 0)
+            records.append(make_record(wd, seed, grok_epoch=round(t_grok(wd, seed)) if grok else None))
+    return records
+
+
+def test_fig5_analyse_recovers_lambda_c_and_nu(tmp_path):
+    fits = fig5.analyse(_sweep(), "smoke", tmp_path, n_bootstrap=200)
+    assert 0.3 < fits["paper"]["wd_c"] < 1.0 and 0.3 < fits["glm"]["wd_c"] < 1.0
+    lo, hi = fits["paper"]["wd_c_ci"]
+    assert lo <= fits["paper"]["wd_c"] <= hi
+    above = sum(1 for r in _sweep() if r["grok_epoch"] and r["config"]["wd"] > fits["paper"]["wd_c"])
+    assert fits["nu"]["n_points"] == above >= 11 and fits["nu"]["nu"] > 0
+    assert fits["paper_smoothed"] is None and fits["main"] == fits["paper"]
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [r["ours"] is not None for r in rows] == [True, True, True]
+    assert (tmp_path / "fig5_critical.png").stat().st_size > 20_000
+    assert json.loads((tmp_path / "fits.json").read_text())["wd_c_used"] == pytest.approx(fits["paper"]["wd_c"])
+
+
+def test_fig5_separable_outcomes_fall_back_to_laplace_smoothing(tmp_path):
+    records = [r for r in _sweep() if (r["config"]["wd"], r["config"]["seed"]) != (1.0, 3)]
+    fits = fig5.analyse(records, "smoke", tmp_path, n_bootstrap=200)
+    assert fits["paper"]["status"] == "separable" and fits["paper"]["wd_c_ci"] == [None, None]
+    assert fits["paper_smoothed"]["smoothing"] == 0.5 and fits["main"] == fits["paper_smoothed"]
+    lo, hi = fits["main"]["wd_c_ci"]
+    assert lo < fits["main"]["wd_c"] < hi
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert len(rows) == 4 and "Laplace" in rows[2]["quantity"] and rows[2]["ours_ci"] is not None
+
+
+def test_fig1_analyse_places_sizes_and_collapse(tmp_path):
+    small = _sweep()
+    others = [make_record(wd, 7, n_params=30000, grok_epoch=200 if wd == 3.0 else None) for wd in (0.5, 3.0)]
+    others += [make_record(10.0, 7, collapse=True), make_record(10.0, 7, collapse=True, n_params=30000)]
+    summary = fig1.analyse(small, others, "smoke", tmp_path, CollapseCriterion(), wd_c=None)
+    assert summary["sizes"] == [30000, 112865]
+    regimes = [p["regime"] for p in summary["points"] if p["wd"] == 10.0]
+    assert regimes == ["collapse", "collapse"]
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert rows[0]["ours"] == 1.0 and rows[1]["ours"] == 1.0
+    assert 0.3 < summary["wd_c"] < 1.0
+    assert (tmp_path / "fig1_regime_map.png").exists()
+
+
+def test_fig9_analyse_counts_per_task(tmp_path):
+    records = [make_record(wd, 7, operation=op, grok_epoch=150 if (op != "sub" or wd == 3.0) else None)
+               for op in ("add", "sub", "mul", "div") for wd in (1.0, 3.0)]
+    summary = fig9.analyse(records, "smoke", tmp_path)
+    assert summary["counts"]["- 0.11M"] == {"1.0": 0, "3.0": 1}
+    assert summary["totals"]["+ 0.11M"] == {"1.0": 1, "3.0": 1}
+    rates = {r["quantity"].split("task ")[1][0]: r["ours"] for r in json.loads((tmp_path / "rows.json").read_text())
+             if "grok rate" in r["quantity"]}
+    assert rates == {"+": 1.0, "/": 1.0, "x": 1.0, "-": 0.5}
+    assert (tmp_path / "fig9_multitask.png").exists()
+
+
+def test_fig11_analyse_recovers_kappa_and_the_bound(tmp_path):
+    kappa = 12.0  # rate = lr * kappa * lambda per epoch
+    omega = lambda t: 20.0 + 60.0 * np.exp(-1e-3 * kappa * 1.0 * t)
+    records = [make_record(1.0, seed, grok_epoch=200, omega=omega, horizon=400) for seed in range(3)]
+    summary = fig11.analyse(records, {"wd_c": 0.5, "wd_c_ci": [0.3, 0.8]}, 250.0, "smoke", tmp_path)
+    assert summary["kappa"] == pytest.approx(kappa, rel=1e-4)
+    at_099 = next(r for r in summary["bound_table"] if r["p_relax"] == 0.99)
+    assert at_099["wd_c_bound"] == pytest.approx(-math.log(0.01) / (1e-3 * kappa * 250.0), rel=1e-4)
+    assert at_099["in_ci"] is False and (tmp_path / "fig11_relaxation.png").exists()
