@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 EXTRAS ?= dev
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -47,6 +47,15 @@ reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PRO
 reproduce-fig11: install ## Fig. 11 / Table 4 AdamW relaxation kappa and horizon bound (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig11 --profile $(PROFILE) --out $(OUT)
 
+reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm clip, paired tests (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig8 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig4 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|paper)
+	$(PY) -m reproduce.fig10 --profile $(PROFILE) --out $(OUT)
+
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT)
 
@@ -74,6 +83,7 @@ lean: ## build the Lean 4 proofs when `lake` is installed (not part of CI)
 benchmarks: install ## performance benchmarks (minutes; numbers go into README)
 	$(PY) benchmarks/lightning_overhead.py
 	$(PY) benchmarks/diagnostics_overhead.py
+	$(PY) benchmarks/arch_step_time.py
 
 clean: ## remove runs, reproduction outputs and the venv
 	rm -rf runs reproduction $(VENV) .pytest_cache .hypothesis

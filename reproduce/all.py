@@ -13,7 +13,7 @@ from reproduce.common import parse_args
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv))
-TARGETS = ["canonical", "fig5", "fig1", "fig11", "fig9", "fig2", "lockin"]
+TARGETS = ["canonical", "fig5", "fig1", "fig11", "fig9", "fig2", "fig8", "fig4", "fig10", "lockin"]
 
 
 def main(argv=None) -> Path:

@@ -27,7 +27,7 @@ def main(argv=None) -> Path:
     stop = records[0]["config"].get("grok", {}) if records else {}
     details = (f"lambda = {usable[0]['config']['wd']}, seeds {seeds} (n = {len(usable)}), horizon {horizon} epochs"
                f"{', stop 100 epochs after grokking' if args.profile == 'smoke' else ''}\n{describe(usable[0])}")
-    differs = None if args.profile == "paper" else "4 seeds (paper 50); runs stop after grokking, so Phase 2 (1,000-3,000) is not reached"
+    differs = None if args.profile == "paper" else f"{len(usable)} seeds (paper 50); runs stop after grokking, so Phase 2 (1,000-3,000) is not reached"
     fig = figure_two_phase(usable, caption(args.profile, details, differs))
     fig.savefig(out / "fig2_two_phase.png", dpi=130)
     column = lambda key: [s[key] for s in per_seed.values()]

@@ -17,7 +17,7 @@ from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_w
 from reproduce import fig1, fig5, fig9, fig11
 
 MODEL = {"arch": "transformer", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "lr": 1e-3,
-         "betas": [0.9, 0.98], "init": "pytorch", "weight_decay_scope": "all", "eval_every": 10, "eval_dense_until": 10}
+         "betas": [0.9, 0.999], "init": "pytorch", "weight_decay_scope": "all", "eval_every": 10, "eval_dense_until": 10}
 
 
 def make_record(wd, seed, grok_epoch=None, operation="add", collapse=False, status="completed", omega=None,

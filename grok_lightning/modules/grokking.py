@@ -77,7 +77,7 @@ class GrokkingModule(L.LightningModule):
         arch_kwargs: dict | None = None,
         lr: float = 1e-3,
         weight_decay: float = 1.0,
-        betas: tuple[float, float] = (0.9, 0.98),
+        betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay_scope: str = "all",
         init: str = "pytorch",

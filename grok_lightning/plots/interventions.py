@@ -1,0 +1,73 @@
+"""Fig. 8 (forest plot of the E12 paired contrasts) and Fig. 4 (peak sigma_H vs d/H with the
+random-label null) of arXiv 2605.20441."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grok_lightning.plots.common import PAPER_STYLE, plt
+
+__all__ = ["figure_forest", "figure_head_width"]
+
+
+def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
+    """Cohen's d of each (contrast, lambda stratum) with an approximate 95% CI (the bootstrap CI
+    of the mean difference divided by the sd of the differences); paper values as black stars."""
+    shown = [t for t in tests if t.get("cohen_d") is not None]
+    matched = {(t["contrast"], t["stratum"]) for t in shown}
+    # paper contrasts without a counterpart here (e.g. a smoke run at another lambda) get their own line
+    shown += [{"contrast": c, "stratum": s, "paper_only": True} for (c, s) in paper_d if (c, s) not in matched]
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(len(shown), 3) + 2.2))
+    for i, t in enumerate(shown):
+        paper = paper_d.get((t["contrast"], t["stratum"]))
+        if paper:
+            ax.plot(paper[0], i, "*", color="black", markersize=10)
+        if t.get("paper_only"):
+            continue
+        d, sd = t["cohen_d"], t.get("std_diff") or np.nan
+        lo, hi = (np.asarray(t["ci_95_diff"], float) / sd) if t.get("ci_95_diff") and None not in t["ci_95_diff"] else (d, d)
+        color = "tab:red" if t.get("reject_bonferroni") else "tab:blue"
+        ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, capsize=3)
+    ax.plot([], [], "*", color="black", label="paper d")
+    ax.plot([], [], "o", color="tab:red", label="ours, Bonferroni-significant")
+    ax.plot([], [], "o", color="tab:blue", label="ours, not significant")
+    ax.axvline(0, color="grey", linewidth=1)
+    labels = [f"paper only: {t['contrast']}  lambda {t['stratum']}" if t.get("paper_only")
+              else f"{t['contrast']}  lambda {t['stratum']}  (n = {t.get('n')})" for t in shown]
+    ax.set_yticks(range(len(shown)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("Cohen's d on peak $\\sigma_H$ after the intervention (paired)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle("Fig. 8: interventions at peak differentiation (E12)", fontsize=11)
+    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.2, 1, 0.95))
+    return fig
+
+
+def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: np.ndarray, paper: dict, caption_text: str):
+    """Fig. 4: peak sigma_H per run vs d/H (log2 x), bin means, the saturating fit, the null band."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    ax.scatter(dh, peak, color="tab:blue", alpha=0.6, label=f"runs (n = {len(peak)})")
+    bins = sorted(set(dh.tolist()))
+    means = [float(np.mean(peak[dh == b])) for b in bins]
+    ax.plot(bins, means, "o-", color="tab:blue", label="bin mean")
+    sat = (fit or {}).get("models", {}).get("saturating_exp", {})
+    if sat.get("params"):
+        p = sat["params"]
+        xs = np.linspace(min(bins), max(bins), 200)
+        ax.plot(xs, p["c"] + p["a"] * (1 - np.exp(-xs / p["b"])), color="tab:orange",
+                label=f"c + a(1 - exp(-(d/H)/b)); AIC-best model: {fit.get('best')}")
+    if len(null):
+        m, s = float(np.mean(null)), float(np.std(null, ddof=1)) if len(null) > 1 else 0.0
+        ax.axhspan(m - s, m + s, color="grey", alpha=0.2, label=f"random-label null {m:.3f} +- {s:.3f} (n = {len(null)})")
+        ax.axhline(m, color="grey", linestyle=":")
+    ax.plot(paper["dh"], paper["peak"], **PAPER_STYLE, marker="s", label="paper bin means (read off Fig. 4)")
+    ax.axhline(paper["null"], color="black", linestyle="--", linewidth=0.8, label=f"paper null {paper['null']}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("head width d/H (log2)")
+    ax.set_ylabel("peak $\\sigma_H$ (epochs > 100)")
+    ax.legend(fontsize=7)
+    fig.suptitle("Fig. 4: differentiation amplitude vs head width, and the random-label null", fontsize=11)
+    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, 0.13, 1, 0.95))
+    return fig

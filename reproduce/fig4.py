@@ -1,0 +1,80 @@
+"""Fig. 4: peak sigma_H vs head width d/H, the saturating fit (AIC against linear, log, power), and
+the random-label null with a permutation test of the real task against it.
+
+    python -m reproduce.fig4 --profile smoke|paper --out reproduction
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from grok_lightning.plots.common import caption
+from grok_lightning.plots.interventions import figure_head_width
+from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
+from reproduce.common import describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.report import row
+
+PAPER = "2605.20441 Fig. 4"
+#: bin means read off the paper's Fig. 4, the null and the permutation test (a3_perm_test.json)
+PAPER_VALUES = {"dh": [2, 4, 8, 16, 32], "peak": [0.055, 0.062, 0.086, 0.113, 0.099], "null": 0.087,
+                "null_sd": 0.025, "true": 0.112, "perm_p": 0.0094, "d": 1.107}
+TRUE_DH = 16  # the real-task arm of the paper's null comparison is the canonical d/H = 16
+
+
+def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 10000) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    done = [r for r in records if r["status"] == "completed"]
+    peaks, dhs, null = [], [], []
+    for r in done:
+        peak, _ = peak_entropy_std(r["history"], after_epoch=100)
+        if not np.isfinite(peak):
+            continue
+        m = r["config"]["model"]
+        if r["config"]["data"].get("random_labels"):
+            null.append(peak)
+        else:
+            peaks.append(peak)
+            dhs.append(m["d_model"] // m["n_heads"])
+    dh, peak, null = np.asarray(dhs, float), np.asarray(peaks, float), np.asarray(null, float)
+    fit = fit_saturation_models(dh, peak) if len(set(dhs)) >= 4 and len(dh) >= 4 else None
+    true = peak[dh == TRUE_DH]
+    perm = permutation_test(true, null, n_permutations=n_permutations).to_dict() if len(true) >= 2 and len(null) >= 2 else None
+    d = cohens_d(true, null) if len(true) >= 2 and len(null) >= 2 else None
+    info = sweep_summary(records)
+    details = (f"{info['text']}\nreal task at d/H = {TRUE_DH}: {np.round(true, 4).tolist()}; null: {np.round(null, 4).tolist()}; "
+               f"AIC-best: {fit and fit['best']}\n{describe(done[0])}")
+    differs = None if profile == "paper" else "smoke model (d 64, 2 layers), 200 epochs, 1-2 seeds per bin (paper: d 128, n = 44 + 15 null)"
+    fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs))
+    fig.savefig(out / "fig4_head_width.png", dpi=130)
+    note = "" if profile == "paper" else "smoke: 200 epochs, the Phase-2 peak (epochs 1,000-1,500) is not reached"
+    rows = [
+        row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null), note=note),
+        row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true), note=note),
+        row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
+            None if perm is None else perm.get("p"), profile, len(true) + len(null)),
+        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], d, profile, len(true) + len(null)),
+        row(PAPER, "AIC-preferred d/H model (paper: saturating exponential)", None, None, profile, len(dh),
+            note=f"ours: {fit['best'] if fit else 'not fitted (< 4 bins)'}"),
+    ]
+    summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "null": null.tolist(), "fit": fit,
+               "permutation": perm, "cohens_d": d, "sweep": info}
+    write_outputs(out, summary, rows)
+    return summary
+
+
+def _mean(x):
+    return float(np.mean(x)) if len(x) else None
+
+
+def main(argv=None) -> Path:
+    args = parse_args(__doc__, argv)
+    out = Path(args.out) / "fig4"
+    analyse(sweep_records("head_width.yaml", args.profile, out, args.workers), args.profile, out)
+    print(f"fig4: {out / 'fig4_head_width.png'}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

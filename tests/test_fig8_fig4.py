@@ -1,0 +1,95 @@
+"""The E12 protocol's derived sweeps and the analysis halves of Fig. 8 and Fig. 4 (synthetic records)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from grok_lightning.sweep.grid import load_sweep
+from reproduce import fig4, fig8
+from tests.test_regimes import make_record
+
+
+def test_derived_sweeps_intervene_at_each_seeds_peak(tmp_path):
+    peaks = {(7, 1.0): 150, (11, 1.0): 170}
+    for group, cls in (("B", "HeadReinit"), ("C", "WeightNormClip")):
+        path = fig8.derived_sweep(group, "smoke", peaks, tmp_path / group)
+        runs = load_sweep(path, profile="smoke").expand()
+        assert len(runs) == 2
+        for spec in runs:
+            callback = spec.config["trainer"]["callbacks"][0]
+            assert callback["class_path"].endswith(cls)
+            assert callback["init_args"]["epoch"] == peaks[(spec.config["seed_everything"], 1.0)]
+            assert spec.config["model"]["init_args"]["n_layers"] == 2  # the smoke profile still applies
+        if group == "B":
+            assert callback["init_args"]["n_heads"] == 1  # the smoke override of head_reinit.yaml
+
+
+def _history_record(wd, seed, peak, dip=0.8, grok=150):
+    record = make_record(wd, seed, grok_epoch=grok, horizon=200)
+    epochs = record["history"]["epoch"]
+    record["history"]["entropy_std"] = [peak if e == 150 else 0.02 for e in epochs]
+    record["history"]["mean_similarity"] = [dip if e == 160 else 0.9 for e in epochs]
+    record["final_test_acc"] = 1.0
+    return record
+
+
+def test_fig8_analyse_paired_contrasts(tmp_path):
+    seeds = range(6)
+    rng = np.random.default_rng(0)
+    groups = {"A": [_history_record(1.0, s, 0.10 + 0.01 * s) for s in seeds],
+              "B": [_history_record(1.0, s, 0.05 + 0.01 * s + rng.normal(0, 0.002)) for s in seeds],
+              "C": [_history_record(1.0, s, 0.10 + 0.01 * s + rng.normal(0, 0.01)) for s in seeds]}
+    groups["C"][0]["status"], groups["C"][0]["excluded_reason"] = "excluded", "non-finite gradient"
+    peaks = {(s, 1.0): 150 for s in seeds}
+    summary = fig8.analyse(groups, peaks, "smoke", tmp_path, n_bootstrap=200)
+    ba = next(t for t in summary["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std")
+    assert ba["n"] == 6 and ba["mean_diff"] == pytest.approx(-0.05, abs=0.005) and ba["cohen_d"] < -3
+    assert ba["reject_bonferroni"] is True
+    ca = next(t for t in summary["tests"] if t["contrast"] == "C-A" and t["outcome"] == "peak_entropy_std")
+    assert ca["n"] == 5 and ca["n_dropped"] == 1  # the excluded run drops its pair, never silently
+    assert summary["excluded"]["C"] == ["non-finite gradient"]
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert {r["quantity"].split(", ")[-1] for r in rows} == {"B-A at lambda 1", "C-A at lambda 1", "C-B at lambda 1"}
+    assert (tmp_path / "fig8_forest.png").exists()
+
+
+def test_fig4_analyse_fits_and_tests_against_the_null(tmp_path):
+    records = []
+    for n_heads, value in ((16, 0.04), (8, 0.06), (4, 0.09), (2, 0.095)):  # d 64: d/H 4, 8, 16, 32
+        for seed in (7, 11):
+            r = _history_record(1.0, seed, value + 0.002 * seed)
+            r["config"]["model"].update(n_heads=n_heads)
+            records.append(r)
+    for seed in (7, 11, 31):
+        r = _history_record(1.0, seed, 0.05 + 0.001 * seed)
+        r["config"]["data"]["random_labels"] = True
+        records.append(r)
+    summary = fig4.analyse(records, "smoke", tmp_path, n_permutations=500)
+    assert sorted(set(summary["dh"])) == [4, 8, 16, 32] and len(summary["null"]) == 3
+    assert summary["fit"]["best"] in ("saturating_exp", "log", "linear", "power")
+    assert summary["cohens_d"] > 1 and summary["permutation"]["p"] < 0.5
+    assert (tmp_path / "fig4_head_width.png").exists()
+
+
+def test_fig10_analyse_fits_each_architecture(tmp_path):
+    from reproduce import fig10
+
+    records = []
+    for arch, kwargs in (("mlp", {}), ("mamba", {"expand": 2})):
+        for wd in (0.1, 0.3, 1.0, 3.0):
+            for seed in range(3):
+                grok = wd >= 1.0 or (wd == 0.3 and seed == 0)
+                r = make_record(wd, seed, grok_epoch=150 if grok else None, n_params=1000)
+                r["config"]["model"].update(arch=arch, arch_kwargs=kwargs)
+                records.append(r)
+    summary = fig10.analyse(records, "smoke", tmp_path)
+    by_arch = {e["label"].split(" ")[0]: e for e in summary["entries"]}
+    assert set(by_arch) == {"mlp", "mamba"}
+    assert by_arch["mamba"]["fit"].startswith("Laplace") and 0.1 < by_arch["mamba"]["wd_c"] < 1.0
+    assert by_arch["mlp"]["wd_c_ci"] is not None and by_arch["mlp"]["n"] == 12
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert {r["paper_value"] for r in rows} == {0.0511, None}  # mamba expand 2 has no paper value
+    assert (tmp_path / "fig10_architectures.png").exists()
