@@ -6,3 +6,9 @@ from grok_lightning.callbacks.recorder import RunRecorder
 
 __all__ = ["AttentionDiagnostics", "GrokDetector", "HeadReinit", "RunRecorder", "ScheduledEvaluation", "WeightNormClip",
            "tensorboard_tag"]
+
+# long-horizon building blocks (issue #10)
+from grok_lightning.callbacks.checkpoints import CheckpointSchedule  # noqa: E402
+from grok_lightning.callbacks.retention import RetentionMonitor  # noqa: E402
+
+__all__ += ["CheckpointSchedule", "RetentionMonitor"]

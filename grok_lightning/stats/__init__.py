@@ -36,3 +36,11 @@ __all__ = [
     "PairedComparison", "PermutationResult", "cohens_d", "correct", "paired_comparison",
     "pearson_r", "permutation_test",
 ]
+
+# checkpoint spectra for the long-horizon figures (issue #10): ESD alpha, the C1 / Table 3 identity
+from .spectra import (ESDFit, ModelESD, esd_alpha, esd_eigenvalues, fit_power_law,  # noqa: E402
+                      head_covariance_eigenvalues, model_esd_alpha, pr_identity_rows,
+                      pr_norm_checkpoint_table)
+
+__all__ += ["ESDFit", "ModelESD", "esd_alpha", "esd_eigenvalues", "fit_power_law", "head_covariance_eigenvalues",
+            "model_esd_alpha", "pr_identity_rows", "pr_norm_checkpoint_table"]
