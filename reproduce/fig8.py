@@ -136,6 +136,8 @@ def main(argv=None) -> Path:
         _, epoch = peak_entropy_std(r["history"], after_epoch=100)
         if r["status"] == "completed" and epoch is not None:
             peaks[(r["config"]["seed"], r["config"]["wd"])] = epoch
+    if not peaks:
+        raise SystemExit("fig8: no completed control run has sigma_H after epoch 100; nothing to intervene on")
     groups = {"A": control}
     for group in "BC":
         path = derived_sweep(group, args.profile, peaks, out / group)
