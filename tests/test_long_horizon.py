@@ -261,6 +261,8 @@ def _layers_with_sample_cv(cv: float, n_layers: int = 4, heads: int = 8) -> torc
     return (1 + t * z).expand(n_layers, heads).clone()
 
 
+@pytest.mark.skipif(not (REFERENCE / "c1_empirical_validation.json").is_file(),
+                    reason="the paper's published aggregates (../shared/reference) are not beside this clone")
 def test_c1_table_against_the_reference_json():
     """The JSON stores layer means only (mean sample CV, mean PR_norm measured and C1-predicted), so
     its rows cannot be recomputed exactly. What can be: our table carries its columns and phase
