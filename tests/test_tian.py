@@ -223,6 +223,23 @@ def test_evaluate_without_trainer_and_eta_zero_omits_theorem6():
         assert 0.0 <= row0["test_acc"] <= 1.0 and row0["train_loss"] > 0
 
 
+@pytest.mark.parametrize("activation", ["x2", "relu"])
+def test_one_hot_evaluation_is_bit_identical_to_the_dense_product(activation):
+    module, dm = tiny(activation=activation, theorem6_epochs=(0,), rho_every=1)
+    with torch.no_grad():
+        module.model.W.weight.normal_()  # trained-like magnitudes, not just the init range
+    module.set_eval_data(dm.x_train, dm.y_train, dm.x_test, dm.y_test)
+    fast = module.evaluate(0)
+    assert module._one_hot["train"] is not None and module._one_hot["test"] is not None
+    x = dm.x_test
+    assert torch.equal(module.model.features_one_hot(*module._one_hot["test"]), module.model.features(x))
+    module._one_hot = {"train": None, "test": None}  # force the dense path
+    assert module.evaluate(0) == fast
+    not_one_hot = torch.rand(4, x.shape[1])
+    from grok_lightning.modules.tian import _one_hot_columns
+    assert _one_hot_columns(not_one_hot) is None
+
+
 def test_module_rows_detector_keys_and_checkpoint_resume(tmp_path):
     module, dm = tiny(theorem6_epochs=(3, 8), rho_centred=True)
     det5 = LockInDetector(window=5, slope_span=2, min_epoch=4, threshold=-1.0)  # fires once the slope exists

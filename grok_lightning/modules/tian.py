@@ -101,6 +101,7 @@ class TianModule(L.LightningModule):
         self.record_extras: dict = {}
         self.diverged_epoch: int | None = None
         self._splits: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
+        self._one_hot: dict | None = None  # per split: the two one-hot columns of each row, or None
 
     # --- data ---------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -111,6 +112,7 @@ class TianModule(L.LightningModule):
     def set_eval_data(self, x_train, y_train, x_test, y_test) -> None:
         """Use these splits in :meth:`evaluate` (default: the trainer's datamodule attributes)."""
         self._splits = {"train": (x_train, y_train), "test": (x_test, y_test)}
+        self._one_hot = None
 
     def _eval_splits(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         if self._splits is None:
@@ -118,7 +120,13 @@ class TianModule(L.LightningModule):
             self.set_eval_data(dm.x_train, dm.y_train, dm.x_test, dm.y_test)
         # cached on the module's device once, not copied every epoch
         self._splits = {k: (x.to(self.device), y.to(self.device)) for k, (x, y) in self._splits.items()}
+        if self._one_hot is None:
+            self._one_hot = {k: _one_hot_columns(x) for k, (x, _) in self._splits.items()}
         return self._splits
+
+    def _features(self, split: str, x: torch.Tensor) -> torch.Tensor:
+        columns = (self._one_hot or {}).get(split)
+        return self.model.features(x) if columns is None else self.model.features_one_hot(*columns)
 
     # --- training -----------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -149,7 +157,7 @@ class TianModule(L.LightningModule):
         out: dict[str, float] = {}
         train_features = None
         for split, (x, y) in self._eval_splits().items():
-            features = self.model.features(x)
+            features = self._features(split, x)
             logits = self.model.V(features)
             out[f"{split}_loss"] = float(tian_mse_loss(logits, y, hp.M))
             out[f"{split}_acc"] = float((logits.argmax(dim=1) == y).float().mean())
@@ -166,3 +174,15 @@ class TianModule(L.LightningModule):
             out.update(values)
             self.record_extras.setdefault("theorem6", {})[str(epoch)] = values
         return out
+
+
+def _one_hot_columns(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(first, second)`` column of the two ones per row if ``x`` is a concatenated one-hot pair
+    (exactly one 1 in each half, zeros elsewhere), else None (then evaluation uses the dense path)."""
+    if x.ndim != 2 or x.shape[1] % 2:
+        return None
+    half = x.shape[1] // 2
+    ones = x == 1
+    if not (((x == 0) | ones).all() and ones[:, :half].sum(1).eq(1).all() and ones[:, half:].sum(1).eq(1).all()):
+        return None
+    return ones[:, :half].float().argmax(1), half + ones[:, half:].float().argmax(1)
