@@ -102,7 +102,7 @@ def figure_regime_map(points: list[dict], wd_c: float | None, caption_text: str,
     Shading: memorisation left of lambda_c, grokking between lambda_c and the smallest lambda
     with a collapsed run, collapse from there on.
     """
-    fig, ax = plt.subplots(figsize=(8, 4.6))
+    fig, ax = plt.subplots(figsize=(9.5, 4.6))
     sizes = sorted({pt["n_params"] for pt in points})
     level = {n: i for i, n in enumerate(sizes)}
     rng = np.random.default_rng(0)  # jitter so that seeds at one (lambda, N) do not hide each other
@@ -134,7 +134,7 @@ def figure_regime_map(points: list[dict], wd_c: float | None, caption_text: str,
     ax.set_ylim(-0.6, len(sizes) - 0.2)
     ax.set_xlabel(r"weight decay $\lambda$ (log)")
     ax.set_ylabel("model size N (parameters)")
-    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never hides a run
     return _finish(fig, "Fig. 1: weight-decay regimes over lambda and model size", caption_text, bottom=0.12)
 
 
