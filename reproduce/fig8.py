@@ -7,9 +7,10 @@
 3. Groups B and C: the same runs from scratch (same seed, same everything) plus the callback of
    configs/interventions/head_reinit.yaml (B) or weight_norm_clip.yaml (C) at that epoch. The
    derived sweep files are written next to their runs (``<out>/fig8/B/sweep_file.yaml``).
-4. Outcomes per run: peak sigma_H at or after the intervention epoch, min s_bar after it, grok
-   epoch, final test accuracy. Paired contrasts B-A, C-A, C-B per lambda and pooled (paired t,
-   Wilcoxon, Cohen's d, bootstrap CI), Bonferroni over the whole family; forest plot of d.
+4. Outcomes per run: peak sigma_H after the intervention epoch (A: its peak), min s_bar after
+   it, grok epoch, final test accuracy (see :func:`outcomes`). Paired contrasts B-A, C-A, C-B
+   per lambda and pooled (paired t, Wilcoxon, Cohen's d, bootstrap CI), Bonferroni over the
+   whole family; forest plot of d.
 """
 
 from __future__ import annotations
@@ -60,12 +61,21 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     return path
 
 
-def outcomes(record: dict, epoch: int) -> dict:
+def outcomes(record: dict, epoch: int, intervened: bool) -> dict:
+    """Outcomes after the intervention epoch E.
+
+    The evaluation labelled E is taken before the intervention (history epoch E = after E
+    epochs; the callback acts at the start of the next one), so B and C are read over epochs
+    > E. For A, whose peak is at E by construction, the window includes E: A's value is its
+    peak. This is the only reading under which the paper's B - A can be negative (over the
+    whole run, B's peak could never be below A's, since both are identical up to E).
+    """
     h = record["history"]
     ep = np.asarray(h["epoch"], float)
     sim = np.asarray([np.nan if v is None else v for v in h.get("mean_similarity", [None] * len(ep))], float)
-    after = (ep >= epoch) & np.isfinite(sim)
-    peak, _ = peak_entropy_std(h, after_epoch=epoch - 1)
+    start = epoch + 1 if intervened else epoch
+    after = (ep >= start) & np.isfinite(sim)
+    peak, _ = peak_entropy_std(h, after_epoch=start - 1)
     ok = record["status"] == "completed"
     return {"peak_entropy_std": peak if ok else np.nan,
             "min_similarity": float(sim[after].min()) if ok and after.any() else np.nan,
@@ -77,7 +87,8 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     table = {g: {(r["config"]["seed"], r["config"]["wd"]): r for r in recs} for g, recs in groups.items()}
     keys = sorted(k for k in peaks if all(k in table[g] for g in "ABC"))
-    values = {g: {o: np.array([outcomes(table[g][k], peaks[k])[o] for k in keys], float) for o in OUTCOMES} for g in "ABC"}
+    values = {g: {o: np.array([outcomes(table[g][k], peaks[k], g != "A")[o] for k in keys], float) for o in OUTCOMES}
+              for g in "ABC"}
     wds = sorted({k[1] for k in keys})
     strata = [(f"{w:g}", np.array([k[1] == w for k in keys])) for w in wds] + ([("pooled", np.ones(len(keys), bool))] if len(wds) > 1 else [])
     tests = []
