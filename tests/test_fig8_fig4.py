@@ -27,10 +27,10 @@ def test_derived_sweeps_intervene_at_each_seeds_peak(tmp_path):
             assert callback["init_args"]["n_heads"] == 1  # the smoke override of head_reinit.yaml
 
 
-def _history_record(wd, seed, peak, dip=0.8, grok=150):
+def _history_record(wd, seed, peak, dip=0.8, grok=150, peak_epoch=150):
     record = make_record(wd, seed, grok_epoch=grok, horizon=200)
     epochs = record["history"]["epoch"]
-    record["history"]["entropy_std"] = [peak if e == 150 else 0.02 for e in epochs]
+    record["history"]["entropy_std"] = [peak if e == peak_epoch else 0.02 for e in epochs]
     record["history"]["mean_similarity"] = [dip if e == 160 else 0.9 for e in epochs]
     record["final_test_acc"] = 1.0
     return record
@@ -39,9 +39,11 @@ def _history_record(wd, seed, peak, dip=0.8, grok=150):
 def test_fig8_analyse_paired_contrasts(tmp_path):
     seeds = range(6)
     rng = np.random.default_rng(0)
+    # A peaks at the intervention epoch 150; B and C are read strictly after it (their peaks at 160)
     groups = {"A": [_history_record(1.0, s, 0.10 + 0.01 * s) for s in seeds],
-              "B": [_history_record(1.0, s, 0.05 + 0.01 * s + rng.normal(0, 0.002)) for s in seeds],
-              "C": [_history_record(1.0, s, 0.10 + 0.01 * s + rng.normal(0, 0.01)) for s in seeds]}
+              "B": [_history_record(1.0, s, 0.05 + 0.01 * s + rng.normal(0, 0.002), peak_epoch=160) for s in seeds],
+              "C": [_history_record(1.0, s, 0.10 + 0.01 * s + rng.normal(0, 0.01), peak_epoch=160) for s in seeds]}
+    groups["B"][1]["history"]["entropy_std"][15] = 0.5  # epoch 150 (before B's intervention) must not count
     groups["C"][0]["status"], groups["C"][0]["excluded_reason"] = "excluded", "non-finite gradient"
     peaks = {(s, 1.0): 150 for s in seeds}
     summary = fig8.analyse(groups, peaks, "smoke", tmp_path, n_bootstrap=200)
