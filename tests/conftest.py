@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lightning.pytorch import Callback
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO.parent / "shared" / "reference"
@@ -45,3 +46,14 @@ def _no_flush_denormal_leak():
 @pytest.fixture
 def tiny(tmp_path):
     return lambda **kw: tiny_config(tmp_path, **kw)
+
+
+class InterruptAfter(Callback):
+    """Simulates Ctrl-C at the end of training epoch ``epoch`` (1-based), for resume tests."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if trainer.current_epoch + 1 == self.epoch:
+            raise KeyboardInterrupt

@@ -25,7 +25,7 @@ from grok_lightning.run import GrokCLI
 from grok_lightning.stats import (esd_alpha, fit_power_law, head_covariance_eigenvalues, model_esd_alpha,
                                   pr_norm_checkpoint_table)
 
-from conftest import REFERENCE
+from conftest import REFERENCE, InterruptAfter
 
 
 # --- RetentionMonitor -------------------------------------------------------------------------
@@ -90,15 +90,6 @@ def test_state_round_trip_mid_window_continues_the_window(tmp_path):
 
 
 # --- CheckpointSchedule in a tiny real run ---------------------------------------------------------
-class _InterruptAfter(Callback):
-    def __init__(self, epoch):
-        self.epoch = epoch
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        if trainer.current_epoch + 1 == self.epoch:
-            raise KeyboardInterrupt
-
-
 def _fit(config, ckpt_path=None, append=()):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
@@ -153,7 +144,7 @@ def test_checkpoint_schedule_saves_loads_and_resumes_without_duplicates(tiny):
     # interrupted after epoch 3 (last.ckpt is from epoch 2), then resumed to 4
     config = _with_callbacks(tiny(max_epochs=4), [0, 2, 3])
     config["trainer"]["logger"]["init_args"]["version"] = "interrupted"
-    killed = _fit(config, append=[_InterruptAfter(3)])
+    killed = _fit(config, append=[InterruptAfter(3)])
     weights = Path(killed.trainer.log_dir) / "weights"
     before = {p.name: p.stat().st_mtime_ns for p in weights.iterdir()}
     assert sorted(before) == ["epoch_00000.pt", "epoch_00002.pt", "epoch_00003.pt"]

@@ -14,6 +14,8 @@ from lightning.pytorch import Callback
 from grok_lightning.records import load_record
 from grok_lightning.run import GrokCLI, run_config
 
+from conftest import InterruptAfter
+
 
 def _fit(config, ckpt_path=None, extra_callbacks=()):
     cli = GrokCLI(args=config, run=False)
@@ -58,21 +60,12 @@ def test_record_schema_and_tensorboard_files(tiny):
     assert [e.step for e in events.Scalars("accuracy/test")] == [0, 1, 2, 4], "x axis is epochs"
 
 
-class _InterruptAfter(Callback):
-    def __init__(self, epoch):
-        self.epoch = epoch
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        if trainer.current_epoch + 1 == self.epoch:
-            raise KeyboardInterrupt
-
-
 def test_resume_after_interrupt_equals_uninterrupted(tiny, tmp_path):
     reference = _fit(tiny(max_epochs=6))
     ref_record = _record(reference)
     config = tiny(max_epochs=6)
     config["trainer"]["logger"]["init_args"]["version"] = "interrupted"
-    killed = _fit(config, extra_callbacks=[_InterruptAfter(4)])
+    killed = _fit(config, extra_callbacks=[InterruptAfter(4)])
     assert _record(killed)["status"] == "interrupted"
     last = Path(killed.trainer.log_dir) / "checkpoints" / "last.ckpt"
     assert last.exists()
