@@ -22,8 +22,10 @@ def parse_args(doc: str, argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def sweep_records(sweep_file: str, profile: str, out: Path, workers: int | None = None) -> list[dict]:
+def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int | None = None) -> list[dict]:
     """Run (or resume) a sweep into ``out/sweep`` and return the records of its runs.
+
+    ``sweep_file`` is a name under configs/sweeps/ or a path (e.g. a derived sweep file).
 
     ``extend=True``: when the sweep file changed since ``out/sweep`` was made, the new grid is
     adopted and finished runs it still contains are kept; only the runs of the current grid
@@ -73,10 +75,9 @@ def sweep_summary(records: list[dict]) -> dict:
     horizon = max(r["config"]["max_epochs"] for r in records)
     per_wd = Counter(r["config"]["wd"] for r in records)
     statuses = dict(Counter(r["status"] for r in records))
-    stop = records[0]["config"].get("grok_extra_epochs") if records else None
     text = (f"{len(records)} runs: lambda {wds}, seeds {seeds}, horizon {horizon} epochs; statuses {statuses}")
     return {"seeds": seeds, "wds": wds, "horizon": horizon, "seeds_per_wd": min(per_wd.values()),
-            "statuses": statuses, "n_runs": len(records), "text": text, "stop": stop}
+            "statuses": statuses, "n_runs": len(records), "text": text}
 
 
 def median_ci(values, n_bootstrap: int = 2000, seed: int = 0) -> tuple[float, list[float] | None]:

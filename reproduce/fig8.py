@@ -22,7 +22,6 @@ import yaml
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_forest
-from grok_lightning.records import iter_records
 from grok_lightning.stats import correct, paired_comparison, peak_entropy_std
 from reproduce.common import REPO, SWEEPS, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
@@ -152,10 +151,7 @@ def main(argv=None) -> Path:
     groups = {"A": control}
     for group in "BC":
         path = derived_sweep(group, args.profile, peaks, out / group)
-        from grok_lightning.sweep.launchers import run_sweep
-
-        run_sweep(path, profile=args.profile, out=out / group / "sweep", workers=args.workers, extend=True)
-        groups[group] = [rec for _, rec in iter_records(out / group / "sweep" / "runs")]
+        groups[group] = sweep_records(path, args.profile, out / group, args.workers)
     summary = analyse(groups, peaks, args.profile, out)
     print(f"fig8: {len(summary['pairs'])} pairs; {out / 'fig8_forest.png'}")
     return out
