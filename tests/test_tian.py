@@ -17,7 +17,7 @@ from grok_lightning.callbacks.lockin import LockInDetector, lockin_key, slope_fi
 from grok_lightning.config import ConfigError
 from grok_lightning.data.tian import ModularAdditionOneHotDataModule
 from grok_lightning.metrics.repulsion import RepulsionSignAgreement, repulsion_statistics, top_cosine_pairs
-from grok_lightning.metrics.spectrum import RhoTian, UpdateGramSpectrum, rho_tian, update_gram_spectrum
+from grok_lightning.metrics.spectrum import RhoTian, UpdateGramSpectrum, rho_tian, rho_tian_blocked, update_gram_spectrum
 from grok_lightning.models.two_layer import TwoLayerNet
 from grok_lightning.modules.tian import TianModule, tian_mse_loss
 from grok_lightning.plots import lockin as plots
@@ -187,6 +187,15 @@ def test_rho_tian_matches_explicit_formula():
     assert float(metric.compute()) == pytest.approx(float(rho_tian(features)), rel=1e-6)
 
 
+@pytest.mark.parametrize("block_rows", [1, 7, 16, 64])
+def test_blocked_rho_equals_the_full_kernel_rho(block_rows):
+    torch.manual_seed(1)
+    features = torch.randn(45, 33) ** 2
+    assert float(rho_tian_blocked(features, block_rows)) == pytest.approx(float(rho_tian(features)), rel=1e-6)
+    ideal = torch.eye(20)  # aI + b11^T exactly: rho 0 whatever the blocking
+    assert float(rho_tian_blocked(ideal, 6)) == pytest.approx(0.0, abs=1e-12)
+
+
 # --- detector ---------------------------------------------------------------------------
 def _online(ratios, **kwargs):
     detector = LockInDetector(**kwargs)
@@ -238,6 +247,29 @@ def test_one_hot_evaluation_is_bit_identical_to_the_dense_product(activation):
     not_one_hot = torch.rand(4, x.shape[1])
     from grok_lightning.modules.tian import _one_hot_columns
     assert _one_hot_columns(not_one_hot) is None
+
+
+@pytest.mark.parametrize("activation", ["x2", "relu"])
+def test_one_hot_training_follows_the_dense_trajectory_bit_for_bit(activation):
+    from grok_lightning.modules.tian import _one_hot_columns
+    dense, dm = tiny(activation=activation)
+    fast, _ = tiny(activation=activation)
+    x, y = dm.x_train, dm.y_train
+    columns = _one_hot_columns(x)
+    assert columns is not None
+    optimizers = [torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=2e-4) for m in (dense, fast)]
+    for _ in range(5):
+        for module, optimizer, features in (
+            (dense, optimizers[0], lambda m: m.model.features(x)),
+            (fast, optimizers[1], lambda m: m.model.features_one_hot(*columns, x=x)),
+        ):
+            optimizer.zero_grad()
+            tian_mse_loss(module.model.V(features(module)), y, 11).backward()
+            optimizer.step()
+        assert torch.equal(dense.model.W.weight.grad, fast.model.W.weight.grad)
+    for a, b in zip(dense.parameters(), fast.parameters()):
+        assert torch.equal(a, b)
+    assert not torch.equal(dense.model.W.weight, tiny(activation=activation)[0].model.W.weight)  # it moved
 
 
 def test_module_rows_detector_keys_and_checkpoint_resume(tmp_path):

@@ -30,7 +30,7 @@ from torchmetrics import Metric
 
 __all__ = [
     "UpdateGramSpectrum", "RhoTian", "update_gram_spectrum", "spectrum_summary", "rho_tian",
-    "rho_tian_from_kernel", "activation_kernel",
+    "rho_tian_from_kernel", "rho_tian_blocked", "activation_kernel",
 ]
 
 
@@ -172,13 +172,50 @@ def rho_tian_from_kernel(kernel: Tensor, centred: bool = False) -> Tensor:
     denominator = torch.linalg.norm(kernel)
     if centred:
         kernel = kernel - kernel.mean(dim=0, keepdim=True)
-    n = kernel.shape[0]
     diag = kernel.diagonal()
+    return _rho_from_sums(diag, kernel.sum(), (kernel**2).sum(), denominator)
+
+
+def rho_tian_blocked(features: Tensor, block_rows: int = 512) -> Tensor:
+    """Raw-kernel :func:`rho_tian` from the upper block triangle of ``F F^T`` only.
+
+    rho needs only sums over the kernel (its total, its squared total, its diagonal), and the
+    kernel is symmetric, so each off-diagonal block ``F_a F_b^T`` is formed once and counted
+    twice: b(b + 1)/2 of the b^2 blocks, ~0.6x the O(n^2 K) product at n = 2016 (b = 4). No n x n
+    matrix is held. Equal to :func:`rho_tian` up to float32 rounding of the blocked product
+    (tested to 1e-6 relative).
+
+    >>> import torch
+    >>> f = torch.rand(10, 3)
+    >>> abs(float(rho_tian_blocked(f, block_rows=3)) - float(rho_tian(f))) < 1e-6
+    True
+    """
+    f = features.detach()
+    starts = range(0, f.shape[0], block_rows)
+    total = squares = torch.zeros((), dtype=torch.float64, device=f.device)
+    diag = []
+    for i in starts:
+        rows = f[i : i + block_rows]
+        for j in starts:
+            if j < i:
+                continue
+            block = (rows @ f[j : j + block_rows].T).to(torch.float64)
+            weight = 1.0 if i == j else 2.0  # the mirrored block below the diagonal
+            total = total + weight * block.sum()
+            squares = squares + weight * (block**2).sum()
+            if i == j:
+                diag.append(block.diagonal())
+    return _rho_from_sums(torch.cat(diag), total, squares, torch.sqrt(squares))
+
+
+def _rho_from_sums(diag: Tensor, total: Tensor, squares: Tensor, denominator: Tensor) -> Tensor:
+    """||ideal - K||_F / denominator from the kernel's diagonal, sum and sum of squares, without
+    forming the ideal ``(d - o) I + o 11^T``: diagonal residuals plus off-diagonal residuals."""
+    n = diag.shape[0]
     d = diag.mean()
-    o = (kernel.sum() - diag.sum()) / (n * (n - 1))
-    # ||ideal - K||^2 without forming ideal: diagonal residuals + off-diagonal residuals
-    off_sq = (kernel**2).sum() - (diag**2).sum()
-    off_res = off_sq - 2 * o * (kernel.sum() - diag.sum()) + n * (n - 1) * o**2
+    off_sum = total - diag.sum()
+    o = off_sum / (n * (n - 1))
+    off_res = squares - (diag**2).sum() - 2 * o * off_sum + n * (n - 1) * o**2
     num = ((diag - d) ** 2).sum() + off_res
     return torch.sqrt(num.clamp_min(0.0)) / denominator
 

@@ -21,7 +21,7 @@ import torch
 
 from grok_lightning.config import ConfigError, require, validate_optimizer
 from grok_lightning.metrics.repulsion import repulsion_statistics
-from grok_lightning.metrics.spectrum import activation_kernel, rho_tian_from_kernel
+from grok_lightning.metrics.spectrum import activation_kernel, rho_tian_blocked, rho_tian_from_kernel
 from grok_lightning.models.two_layer import ACTIVATIONS, TwoLayerNet
 
 __all__ = ["TianModule", "tian_mse_loss"]
@@ -102,6 +102,7 @@ class TianModule(L.LightningModule):
         self.diverged_epoch: int | None = None
         self._splits: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
         self._one_hot: dict | None = None  # per split: the two one-hot columns of each row, or None
+        self._train_columns: tuple | None = None  # (training batch, its one-hot columns or None)
 
     # --- data ---------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -137,7 +138,11 @@ class TianModule(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         x, y = batch
-        loss = tian_mse_loss(self.model(x), y, self.hparams.M)
+        if self._train_columns is None or self._train_columns[0] is not x:  # full batch: same tensor
+            self._train_columns = (x, _one_hot_columns(x))
+        columns = self._train_columns[1]  # the gathered forward (bit-identical trajectory, tested)
+        features = self.model.features(x) if columns is None else self.model.features_one_hot(*columns, x=x)
+        loss = tian_mse_loss(self.model.V(features), y, self.hparams.M)
         if not torch.isfinite(loss):
             # diverged (Xu's M = 127, p = 0.5 runs did): skip the update and stop the run
             self.diverged_epoch = self.current_epoch + 1
@@ -164,10 +169,12 @@ class TianModule(L.LightningModule):
             if split == "train":
                 train_features = features
         if hp.rho_every and epoch % hp.rho_every == 0:
-            kernel = activation_kernel(train_features)  # the n x n product: compute it once
-            out["rho_tian"] = float(rho_tian_from_kernel(kernel))
-            if hp.rho_centred:
+            if hp.rho_centred:  # the centred variant needs the whole n x n kernel: form it once
+                kernel = activation_kernel(train_features)
+                out["rho_tian"] = float(rho_tian_from_kernel(kernel))
                 out["rho_tian_centred"] = float(rho_tian_from_kernel(kernel, centred=True))
+            else:
+                out["rho_tian"] = float(rho_tian_blocked(train_features))
         if epoch in self.theorem6_epochs and hp.eta > 0:
             stats = repulsion_statistics(train_features, hp.eta, hp.theorem6_pairs)
             values = {key: float(stats[key]) for key in THEOREM6_KEYS}
@@ -178,7 +185,7 @@ class TianModule(L.LightningModule):
 
 def _one_hot_columns(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """``(first, second)`` column of the two ones per row if ``x`` is a concatenated one-hot pair
-    (exactly one 1 in each half, zeros elsewhere), else None (then evaluation uses the dense path)."""
+    (exactly one 1 in each half, zeros elsewhere), else None (then training and evaluation use the dense path)."""
     if x.ndim != 2 or x.shape[1] % 2:
         return None
     half = x.shape[1] // 2
