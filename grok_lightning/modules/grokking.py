@@ -151,9 +151,13 @@ class GrokkingModule(L.LightningModule):
             raise ValueError(f"return_attention=True: model.arch={self.hparams.arch!r} has no attention")
         return self.model(tokens, return_attention=return_attention) if return_attention else self.model(tokens)
 
+    def compute_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The training loss of a forward's output (also what an ensemble vmaps per member)."""
+        return F.cross_entropy(logits, labels)
+
     def training_step(self, batch, batch_idx):
         tokens, labels = batch
-        loss = F.cross_entropy(self.model(tokens), labels)
+        loss = self.compute_loss(self.model(tokens), labels)
         if not torch.isfinite(loss):
             # diverged: skip this update (returning None skips backward/step) and stop the run;
             # the recorder writes status "diverged" with this epoch.

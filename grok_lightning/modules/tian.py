@@ -136,13 +136,17 @@ class TianModule(L.LightningModule):
     def configure_optimizers(self):
         return torch.optim.Adam(self.model.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.eta)
 
+    def compute_loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The training loss of a forward's output (also what an ensemble vmaps per member)."""
+        return tian_mse_loss(out, y, self.hparams.M)
+
     def training_step(self, batch, batch_idx):
         x, y = batch
         if self._train_columns is None or self._train_columns[0] is not x:  # full batch: same tensor
             self._train_columns = (x, _one_hot_columns(x))
         columns = self._train_columns[1]  # the gathered forward (bit-identical trajectory, tested)
         features = self.model.features(x) if columns is None else self.model.features_one_hot(*columns, x=x)
-        loss = tian_mse_loss(self.model.V(features), y, self.hparams.M)
+        loss = self.compute_loss(self.model.V(features), y)
         if not torch.isfinite(loss):
             # diverged (Xu's M = 127, p = 0.5 runs did): skip the update and stop the run
             self.diverged_epoch = self.current_epoch + 1

@@ -1,0 +1,229 @@
+"""Run E compatible configurations as one vectorised ensemble, each writing its own run.
+
+``run_ensemble(configs)`` builds every member exactly as ``run_config`` would (``GrokCLI``: the
+same datamodule, module, callbacks, logger and record path), then trains them together in one
+:class:`~grok_lightning.modules.ensemble.EnsembleModule`. Each member's callbacks see a
+:class:`MemberTrainer` (the real trainer with the member's datamodule, logger, log_dir, callbacks
+and stop flag) and the member module, so evaluation, grokking detection, diagnostics,
+interventions, retention, weight checkpoints and records work per member unchanged: a member's
+``record.json`` and TensorBoard events look like those of a separate run.
+
+Compatible = same module class and every setting equal except ``seed_everything``, the weight
+decay and the run's name/id/record path (:func:`compatibility_key`); the sweep runner packs
+runs by that key (``--ensemble-size``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from pathlib import Path
+
+import lightning as L
+from lightning.pytorch import Callback
+from lightning.pytorch.callbacks import ModelCheckpoint, ModelSummary, ProgressBar
+
+from grok_lightning.config import ConfigError
+from grok_lightning.modules.ensemble import EnsembleModule
+
+__all__ = ["MemberTrainer", "MemberCallbacks", "compatibility_key", "build_ensemble", "run_ensemble"]
+
+#: config entries members may differ in (dotted paths)
+MEMBER_KEYS = ("seed_everything", "model.init_args.weight_decay", "model.init_args.eta", "model.init_args.init_seed",
+               "run.name", "run.run_id", "run.record_path", "trainer.logger.init_args.version",
+               "trainer.logger.init_args.name", "trainer.logger.init_args.save_dir", "data.init_args.seed")
+
+
+def compatibility_key(config: dict) -> str:
+    """Everything but the per-member settings, as canonical JSON: equal keys can share an ensemble."""
+    shared = copy.deepcopy(config)
+    for dotted in MEMBER_KEYS:
+        *parents, leaf = dotted.split(".")
+        node = shared
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return json.dumps(shared, sort_keys=True, default=str)
+
+
+class MemberTrainer:
+    """The real trainer as member ``e`` should see it (everything else is delegated)."""
+
+    def __init__(self, trainer, ensemble: EnsembleModule, e: int) -> None:
+        self._trainer, self._ensemble, self._e = trainer, ensemble, e
+
+    def __getattr__(self, name):
+        return getattr(self._trainer, name)
+
+    @property
+    def _member(self):
+        return self._ensemble.member_parts[self._e]
+
+    @property
+    def datamodule(self):
+        return self._member["datamodule"]
+
+    @property
+    def callbacks(self) -> list:
+        return self._member["callbacks"]
+
+    @property
+    def logger(self):
+        return self._member["logger"]
+
+    @property
+    def loggers(self) -> list:
+        return [] if self._member["logger"] is None else [self._member["logger"]]
+
+    @property
+    def log_dir(self):
+        return self._member["log_dir"]
+
+    @property
+    def default_root_dir(self):
+        return self._member["log_dir"]
+
+    @property
+    def should_stop(self) -> bool:
+        return self._ensemble.finished[self._e]
+
+    @should_stop.setter
+    def should_stop(self, value: bool) -> None:
+        if value:
+            self._ensemble.finish(self._e)
+
+    def log_step_loss(self, value: float) -> None:
+        step = self._trainer.global_step
+        if self.logger is not None and step % max(1, self._trainer.log_every_n_steps) == 0:
+            self.logger.log_metrics({"train/step_loss": value}, step=step)
+
+
+class MemberCallbacks(Callback):
+    """Forwards the trainer's hooks to member ``e``'s own callbacks, with its trainer view.
+
+    Epoch-level hooks reach only members still training at the epoch's start (a finished run
+    gets no more epochs); ``on_fit_end`` and ``on_exception`` reach every member.
+    """
+
+    def __init__(self, e: int, callbacks: list, key: str) -> None:
+        self.e, self.inner, self.key = e, callbacks, key  # the same list the trainer view returns
+        self._training = True
+
+    @property
+    def state_key(self) -> str:
+        return f"MemberCallbacks[{self.key}]"
+
+    def _call(self, hook: str, trainer, pl_module, *args, every_member: bool = False) -> None:
+        if not (every_member or self._training):
+            return
+        view, member = pl_module.member_trainers[self.e], pl_module.members[self.e]
+        for callback in self.inner:
+            getattr(callback, hook)(view, member, *args)
+
+    def setup(self, trainer, pl_module, stage):
+        self._call("setup", trainer, pl_module, stage, every_member=True)
+
+    def on_fit_start(self, trainer, pl_module):
+        self._training = not pl_module.finished[self.e]
+        self._call("on_fit_start", trainer, pl_module, every_member=True)
+
+    def on_train_start(self, trainer, pl_module):
+        self._call("on_train_start", trainer, pl_module)
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self._training = not pl_module.finished[self.e]
+        self._call("on_train_epoch_start", trainer, pl_module)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._call("on_train_batch_end", trainer, pl_module, outputs, batch[self.e], batch_idx)
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer):
+        self._call("on_before_optimizer_step", trainer, pl_module, optimizer)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self._call("on_train_epoch_end", trainer, pl_module)
+
+    def on_fit_end(self, trainer, pl_module):
+        self._call("on_fit_end", trainer, pl_module, every_member=True)
+        logger = pl_module.member_parts[self.e]["logger"]
+        if logger is not None:
+            logger.finalize("success")
+
+    def on_exception(self, trainer, pl_module, exception):
+        self._call("on_exception", trainer, pl_module, exception, every_member=True)
+
+    def state_dict(self) -> dict:
+        return {f"{i}:{c.state_key}": c.state_dict() for i, c in enumerate(self.inner)}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        for i, callback in enumerate(self.inner):
+            if f"{i}:{callback.state_key}" in state_dict:
+                callback.load_state_dict(state_dict[f"{i}:{callback.state_key}"])
+
+
+_NOT_PER_MEMBER = (ModelCheckpoint, ProgressBar, ModelSummary)
+
+
+def build_member(config: dict) -> dict:
+    """One member exactly as ``run_config`` builds a run: module (model built under the run's
+    seed, as ``configure_model`` would at fit start), set-up datamodule, callbacks, logger."""
+    from grok_lightning.run import GrokCLI
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
+        cli = GrokCLI(args=config, run=False, parser_kwargs={"exit_on_error": False})
+    module, datamodule, trainer = cli.model, cli.datamodule, cli.trainer
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    if getattr(module, "model", None) is None:
+        L.seed_everything(config.get("seed_everything"), verbose=False)
+        module._build(datamodule.p)
+    callbacks = [c for c in trainer.callbacks if not isinstance(c, _NOT_PER_MEMBER)]
+    seed = config.get("seed_everything")
+    for callback in callbacks:  # the recorder must not read the process-wide PL_GLOBAL_SEED
+        if hasattr(callback, "run_info"):
+            callback.run_info["seed"] = int(seed or 0)
+    return {"module": module, "datamodule": datamodule, "callbacks": callbacks, "logger": trainer.logger,
+            "log_dir": trainer.log_dir, "trainer_config": config.get("trainer", {}), "config": config}
+
+
+def build_ensemble(configs: list[dict], root: str | Path, checkpoint_every: int = 50,
+                   vectorize: bool | str = "auto", callbacks: list[Callback] | None = None):
+    """``(trainer, ensemble, train_loaders)`` for ``configs``; see :func:`run_ensemble`."""
+    keys = {compatibility_key(c) for c in configs}
+    if len(keys) != 1:
+        raise ConfigError("ensemble members differ in more than seed and weight decay: run them separately")
+    parts = [build_member(c) for c in configs]
+    ensemble = EnsembleModule([p["module"] for p in parts], vectorize=vectorize)
+    ensemble.member_parts = parts
+    settings = {k: v for k, v in parts[0]["trainer_config"].items() if k not in ("logger", "callbacks")}
+    members = [MemberCallbacks(e, p["callbacks"], key=str(p["config"].get("run", {}).get("run_id") or e))
+               for e, p in enumerate(parts)]
+    extra: list[Callback] = list(callbacks or [])
+    if checkpoint_every > 0:
+        extra.append(ModelCheckpoint(dirpath=str(Path(root) / "checkpoints"), filename="last", save_top_k=1,
+                                     every_n_epochs=checkpoint_every, save_on_train_epoch_end=True,
+                                     enable_version_counter=False))
+    settings.update(logger=False, callbacks=members + extra, default_root_dir=str(root),
+                    enable_checkpointing=checkpoint_every > 0, enable_progress_bar=False, enable_model_summary=False)
+    return L.Trainer(**settings), ensemble, [p["datamodule"].train_dataloader() for p in parts]
+
+
+def run_ensemble(configs: list[dict], root: str | Path, ckpt_path: str | None = None,
+                 checkpoint_every: int = 50, vectorize: bool | str = "auto") -> list[dict]:
+    """Train ``configs`` (compatible, see :func:`compatibility_key`) as one ensemble.
+
+    Checkpoints (``root/checkpoints/last.ckpt``, every ``checkpoint_every`` epochs) hold every
+    member's weights, optimizer state and callback states; pass one as ``ckpt_path`` to resume.
+    Returns the members' records (also written to each member's record path).
+    """
+    trainer, ensemble, loaders = build_ensemble(configs, root, checkpoint_every, vectorize)
+    try:
+        trainer.fit(ensemble, train_dataloaders=loaders, ckpt_path=ckpt_path)
+    finally:
+        import torch
+
+        torch.set_flush_denormal(False)  # process-global CPU state (run settings): do not leak it
+    return [next(c for c in p["callbacks"] if hasattr(c, "record")).record for p in ensemble.member_parts]

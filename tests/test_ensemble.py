@@ -1,0 +1,176 @@
+"""Vectorised ensembles: E members trained together behave like E separate runs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+
+import pytest
+import torch
+from lightning.pytorch import Callback
+
+from grok_lightning.config import ConfigError
+from grok_lightning.ensemble import build_ensemble, compatibility_key, run_ensemble
+from grok_lightning.modules.ensemble import EnsembleModule
+from grok_lightning.run import GrokCLI
+
+from conftest import InterruptAfter, tiny_config
+
+MEMBERS = [(7, 0.1), (11, 1.0), (31, 3.0), (42, 0.5)]  # (seed, lambda)
+# Tolerance: the vmapped forward/backward runs batched matmuls whose float32 summation order
+# differs from E separate matmuls (differences ~1e-9 per step); Adam's normalised update keeps
+# them from growing, so after 50+ steps losses and weights agree far inside 1e-5.
+# One documented exception: the attention *key bias*. Softmax is invariant to adding the same
+# q.b_k to every score of a row, so its gradient is exactly zero in exact arithmetic and pure
+# rounding noise (~1e-10) in float32; Adam divides that noise by its own RMS and takes full
+# lr-sized steps in random directions. Any change of summation order (another BLAS, a GPU, this
+# vmap) moves it by O(lr) per step, with no effect on any output. It is compared to 1e-2.
+TOL = 1e-5
+KEY_BIAS_TOL = 1e-2
+
+
+def member_config(tmp_path, seed, wd, tag, epochs=12, **overrides):
+    config = tiny_config(tmp_path / tag, max_epochs=epochs, **overrides)
+    config["seed_everything"] = seed
+    config["model"]["init_args"]["weight_decay"] = wd
+    config["trainer"]["logger"]["init_args"]["version"] = f"s{seed}_wd{wd}"
+    config["run"].update(checkpoint_every=0, run_id=f"s{seed}_wd{wd}")
+    return config
+
+
+def separate(config, callbacks=()):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*args parameter.*")
+        cli = GrokCLI(args=config, run=False)
+    cli.trainer.callbacks[-1:-1] = list(callbacks)  # before the recorder, like YAML callbacks
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    torch.set_flush_denormal(False)
+    recorder = next(c for c in cli.trainer.callbacks if hasattr(c, "record"))
+    return cli.model, recorder.record, cli.trainer.global_step
+
+
+def assert_same_run(module_a, record_a, module_b, record_b):
+    assert record_a["history"]["epoch"] == record_b["history"]["epoch"]
+    assert record_a["status"] == record_b["status"]
+    for key in ("train_loss", "test_loss", "weight_norm", "mean_similarity", "entropy_std"):
+        a, b = record_a["history"][key], record_b["history"][key]
+        assert max(abs(x - y) for x, y in zip(a, b)) < TOL, key
+    for (name, a), b in zip(module_a.model.named_parameters(), module_b.model.parameters()):
+        if name.endswith("attn.qkv.bias"):  # [q | k | v]: the key third has a zero gradient
+            d = a.shape[0] // 3
+            key = torch.zeros_like(a, dtype=torch.bool)
+            key[d : 2 * d] = True
+            assert torch.allclose(a[~key], b[~key], rtol=0, atol=TOL), name
+            assert torch.allclose(a[key], b[key], rtol=0, atol=KEY_BIAS_TOL), name
+        else:
+            assert torch.allclose(a, b, rtol=0, atol=TOL), name
+
+
+@pytest.mark.slow
+def test_four_members_equal_four_separate_runs(tmp_path):
+    runs = [separate(member_config(tmp_path, s, w, "separate")) for s, w in MEMBERS]
+    assert all(steps >= 50 for _, _, steps in runs)
+    trainer, ensemble, loaders = build_ensemble([member_config(tmp_path, s, w, "ensemble") for s, w in MEMBERS],
+                                                tmp_path / "root", checkpoint_every=0)
+    trainer.fit(ensemble, train_dataloaders=loaders)
+    torch.set_flush_denormal(False)
+    assert ensemble.vectorized is True and trainer.global_step == runs[0][2]
+    for e, (module, record, _) in enumerate(runs):
+        member_record = json.loads((tmp_path / "ensemble" / "tiny" / f"s{MEMBERS[e][0]}_wd{MEMBERS[e][1]}" / "record.json").read_text())
+        assert member_record["config"]["seed"] == MEMBERS[e][0] and member_record["config"]["wd"] == MEMBERS[e][1]
+        assert member_record["run_id"] == record["run_id"]
+        assert_same_run(module, record, ensemble.members[e], member_record)
+        events = list((tmp_path / "ensemble" / "tiny" / f"s{MEMBERS[e][0]}_wd{MEMBERS[e][1]}").glob("events.out.tfevents*"))
+        assert events, "each member writes its own TensorBoard events"
+
+
+class StopAt(Callback):
+    """Stops a run at the end of epoch ``epoch`` (what GrokDetector's extra_epochs does)."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if trainer.current_epoch + 1 == self.epoch:
+            trainer.should_stop = True
+
+
+@pytest.mark.slow
+def test_finished_and_diverged_members_stop_alone(tmp_path):
+    configs = [member_config(tmp_path, s, w, "ensemble", epochs=6) for s, w in MEMBERS[:3]]
+    trainer, ensemble, loaders = build_ensemble(configs, tmp_path / "root", checkpoint_every=0)
+    ensemble.member_parts[0]["callbacks"].insert(-1, StopAt(3))  # member 0 finishes at epoch 3 (before its recorder)
+    with torch.no_grad():
+        ensemble.members[1].model.head.bias.fill_(float("nan"))  # member 1 diverges at once
+    trainer.fit(ensemble, train_dataloaders=loaders)
+    torch.set_flush_denormal(False)
+    records = [next(c for c in p["callbacks"] if hasattr(c, "record")).record for p in ensemble.member_parts]
+    assert [r["status"] for r in records] == ["completed", "diverged", "completed"]
+    stopped, stopped_record, _ = separate(member_config(tmp_path, *MEMBERS[0], "separate", epochs=6), [StopAt(3)])
+    assert records[1]["diverged_epoch"] == 1 and records[2]["final_epoch"] == 6
+    assert records[0]["final_epoch"] == stopped_record["final_epoch"] < 6  # last evaluation before the stop
+    assert_same_run(stopped, stopped_record, ensemble.members[0], records[0])  # it stopped where a run stops
+    alone, alone_record, _ = separate(member_config(tmp_path, *MEMBERS[2], "separate", epochs=6))
+    assert_same_run(alone, alone_record, ensemble.members[2], records[2])  # the others were not disturbed
+
+
+@pytest.mark.slow
+def test_interrupted_ensemble_resumes_with_nothing_lost(tmp_path):
+    configs = lambda tag: [member_config(tmp_path, s, w, tag, epochs=6) for s, w in MEMBERS[:2]]  # noqa: E731
+    full = run_ensemble(configs("full"), tmp_path / "full_root", checkpoint_every=0)
+    torch.set_flush_denormal(False)
+    trainer, ensemble, loaders = build_ensemble(configs("cut"), tmp_path / "cut_root", checkpoint_every=1,
+                                                callbacks=[InterruptAfter(3)])
+    with pytest.raises(SystemExit):  # Lightning's graceful shutdown after Ctrl-C
+        trainer.fit(ensemble, train_dataloaders=loaders)
+    torch.set_flush_denormal(False)
+    ckpt = tmp_path / "cut_root" / "checkpoints" / "last.ckpt"
+    assert ckpt.is_file()
+    resumed = run_ensemble(configs("cut"), tmp_path / "cut_root", ckpt_path=str(ckpt), checkpoint_every=1)
+    for a, b in zip(full, resumed):
+        assert a["history"]["epoch"] == b["history"]["epoch"] and b["status"] == "completed"
+        assert max(abs(x - y) for x, y in zip(a["history"]["test_loss"], b["history"]["test_loss"])) < TOL
+
+
+def test_compatibility_key_and_bad_ensembles(tmp_path):
+    a = member_config(tmp_path, 7, 0.1, "x")
+    b = member_config(tmp_path, 11, 3.0, "x")
+    assert compatibility_key(a) == compatibility_key(b)  # seed, lambda, names and ids may differ
+    c = copy.deepcopy(a)
+    c["model"]["init_args"]["lr"] = 3e-3
+    assert compatibility_key(a) != compatibility_key(c)
+    with pytest.raises(ConfigError, match="differ in more than seed and weight decay"):
+        build_ensemble([a, c], tmp_path / "root")
+    with pytest.raises(ValueError):
+        EnsembleModule([])
+
+
+@pytest.mark.slow
+def test_tian_members_equal_separate_runs(tmp_path):
+    from conftest import load_yaml
+
+    def config(seed, eta):
+        c = copy.deepcopy(load_yaml("tian.yaml"))
+        c["seed_everything"] = seed
+        c["model"]["init_args"].update(M=11, hidden=64, eta=eta, theorem6_epochs=[10], theorem6_pairs=20)
+        c["data"]["init_args"].update(M=11, train_fraction=0.5)
+        c["trainer"].update(max_epochs=40, enable_progress_bar=False)
+        c["trainer"]["logger"]["init_args"].update(save_dir=str(tmp_path), version=f"s{seed}_eta{eta}")
+        c["trainer"]["callbacks"][0]["init_args"].update(window=5, slope_span=5, min_epoch=10)
+        c["run"].update(checkpoint_every=0, run_id=f"s{seed}_eta{eta}")
+        return c
+
+    members = [(0, 2e-4), (1, 0.0), (2, 1e-3)]
+    runs = [separate(config(s, eta)) for s, eta in members]
+    records = run_ensemble([config(s, eta) for s, eta in members], tmp_path / "root", checkpoint_every=0)
+    torch.set_flush_denormal(False)
+    for (_, alone, _), together in zip(runs, records):
+        assert alone["history"]["epoch"] == together["history"]["epoch"]
+        # sigma_2/sigma_3 is a ratio of small eigenvalues of the Gram of weight *updates* (each ~lr
+        # in size, so a 1e-9 weight difference is ~1e-6 of an update; measured up to 1.4e-4): 1e-3 there
+        for key, tol in (("train_loss", TOL), ("test_loss", TOL), ("rho_tian", TOL), ("lockin_w5_ratio23", 1e-3)):
+            pairs = [(x, y) for x, y in zip(alone["history"][key], together["history"][key]) if x is not None and x == x]
+            assert len(pairs) > 20 and max(abs(x - y) / max(1.0, abs(x)) for x, y in pairs) < tol, key
+        assert alone.get("lockin_fire_epoch_w5") == together.get("lockin_fire_epoch_w5")
+        assert (alone.get("theorem6") or {}).keys() == (together.get("theorem6") or {}).keys()
