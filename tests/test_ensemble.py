@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import warnings
 
 import pytest
@@ -174,3 +175,71 @@ def test_tian_members_equal_separate_runs(tmp_path):
             assert len(pairs) > 20 and max(abs(x - y) / max(1.0, abs(x)) for x, y in pairs) < tol, key
         assert alone.get("lockin_fire_epoch_w5") == together.get("lockin_fire_epoch_w5")
         assert (alone.get("theorem6") or {}).keys() == (together.get("theorem6") or {}).keys()
+
+
+@pytest.mark.slow
+def test_sweep_with_ensembles_writes_the_same_records(tmp_path):
+    from grok_lightning.sweep.ensembles import pack_tasks
+    from grok_lightning.sweep.launchers import run_sweep
+    from grok_lightning.sweep.store import SweepStore, collect
+
+    from test_sweep import TINY
+
+    threads = torch.get_num_threads()
+    quiet = open(os.devnull, "w")
+    plain = run_sweep(TINY, out=tmp_path / "plain", workers=0, threads_per_worker=1, stream=quiet)
+    packed = run_sweep(TINY, out=tmp_path / "packed", workers=2, threads_per_worker=1, stream=quiet, ensemble_size=4)
+    torch.set_num_threads(threads)
+    assert plain.statuses == packed.statuses == {"completed": 6}
+    ensembles = sorted((tmp_path / "packed" / "ensembles").iterdir())
+    assert [len(json.loads((d / "members.json").read_text())) for d in ensembles] in ([4, 2], [2, 4])
+    a, b = collect(tmp_path / "plain"), collect(tmp_path / "packed")
+    assert list(a["run_id"]) == list(b["run_id"]) and list(a["status"]) == list(b["status"])
+    for column in ("final_test_loss", "final_train_loss"):
+        assert (a[column] - b[column]).abs().max() < TOL, column
+    store_a, store_b = SweepStore(tmp_path / "plain"), SweepStore(tmp_path / "packed")
+    for entry in store_a.load_plan():
+        ra, rb = store_a.read_record(entry["name"]), store_b.read_record(entry["name"])
+        assert ra["config"] == rb["config"] and ra["history"]["epoch"] == rb["history"]["epoch"]
+    # a rerun finds everything final: nothing is retrained, ensembled or not
+    again = run_sweep(TINY, out=tmp_path / "packed", workers=0, stream=quiet, ensemble_size=4)
+    assert again.skipped == 6 and again.ran == 0
+    assert pack_tasks([], 4, tmp_path) == []
+
+
+@pytest.mark.slow
+def test_killed_ensembled_sweep_resumes_from_the_ensemble_checkpoint(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from grok_lightning.sweep.store import collect
+
+    from test_sweep import tiny_spec, write_spec
+
+    spec = tiny_spec()
+    spec["overrides"]["trainer.max_epochs"] = 12
+    path = write_spec(tmp_path, spec)
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "grok_lightning.cli", "sweep", "run", str(path), "--out", str(out),
+               "--workers", "1", "--threads-per-worker", "1", "--ensemble-size", "6"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    deadline, killed = time.time() + 240, False
+    while time.time() < deadline and proc.poll() is None:
+        if list(out.glob("ensembles/*/checkpoints/last.ckpt")):
+            os.kill(proc.pid, signal.SIGKILL)
+            killed = True
+            break
+        time.sleep(0.02)
+    proc.wait()
+    assert killed, "never caught the ensemble mid-way"
+    resumed = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0 and "6 runs: done 6" in resumed.stdout, resumed.stdout + resumed.stderr
+    log = next(out.glob("ensembles/*/run.log")).read_text()
+    assert "resuming from" in log
+    plain = tmp_path / "plain"
+    subprocess.run(command[:6] + ["--out", str(plain), "--workers", "0"], check=True, capture_output=True, cwd=tmp_path, timeout=300)
+    a, b = collect(out), collect(plain)
+    assert (a["final_test_loss"] - b["final_test_loss"]).abs().max() < TOL
+    assert set(a["status"]) == {"completed"} and list(a["final_epoch"]) == [12] * 6

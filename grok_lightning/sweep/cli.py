@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs per Ray task (fractions share a GPU)")
     run.add_argument("--extend", action="store_true",
                      help="adopt a changed grid in an existing DIR (its runs are kept)")
+    run.add_argument("--ensemble-size", type=_positive_int, default=1,
+                     help="train up to this many compatible runs (same config but seed and weight decay) as one "
+                          "vectorised ensemble per task (default 1: one run per task); records are the same")
     run.add_argument("--dry-run", action="store_true", help="print the runs and exit")
 
     status = sub.add_parser("status", help="status counts of a sweep directory")
@@ -77,7 +80,8 @@ def _run(args) -> int:
         raise ConfigError("--address/--gpus-per-run apply to --launcher ray only")
     result = run_sweep(args.sweep, profile=args.profile, out=args.out, workers=args.workers,
                        threads_per_worker=args.threads_per_worker, launcher=args.launcher,
-                       address=args.address, gpus_per_run=args.gpus_per_run, extend=args.extend)
+                       address=args.address, gpus_per_run=args.gpus_per_run, extend=args.extend,
+                       ensemble_size=args.ensemble_size)
     if result.interrupted:
         return 130
     return 0 if result.ok else 1

@@ -30,6 +30,7 @@ from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
 from grok_lightning.sweep.store import SweepStore
+from grok_lightning.sweep.ensembles import member_tasks, pack_tasks
 from grok_lightning.sweep.worker import execute_run, make_task, mark_failed
 
 __all__ = ["SweepResult", "WorkerStartupError", "available_cores", "default_layout", "prepare", "run_sweep", "worker_command"]
@@ -181,11 +182,14 @@ def _settings(sweep: Sweep) -> dict:
 def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | None = None,
               workers: int | None = None, threads_per_worker: int | None = None, launcher: str = "local",
               address: str | None = None, gpus_per_run: float = 0.0, extend: bool = False,
-              stream: TextIO | None = None, only: Callable[[dict], bool] | None = None) -> SweepResult:
+              stream: TextIO | None = None, only: Callable[[dict], bool] | None = None,
+              ensemble_size: int = 1) -> SweepResult:
     """Run (or resume) a sweep; return what happened. Raises ``ConfigError`` before any run
     for a malformed sweep, a different grid in ``out`` or a sweep already running there.
 
     ``workers=0`` runs in this process (no worker processes; for debugging).
+    ``ensemble_size`` > 1 packs compatible runs into vectorised ensembles of that many members
+    (:mod:`grok_lightning.sweep.ensembles`); records are the same as without.
     """
     stream = stream or sys.stdout
     t0 = time.time()
@@ -204,16 +208,19 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
         todo = [entry for entry in plan if store.status_of(entry["name"]) not in FINAL_STATUSES]
         skipped = len(plan) - len(todo)
         store.rebuild_index()
+        tasks = pack_tasks([make_task(entry, store.root, _settings(sweep), threads) for entry in todo],
+                           ensemble_size, store.root)
         n_workers = default_workers if workers is None else workers
-        n_workers = min(n_workers, len(todo)) if n_workers else 0
+        n_workers = min(n_workers, len(tasks)) if n_workers else 0
         where = f"{launcher}" + (f" {n_workers} worker(s) x {threads} thread(s)" if launcher == "local"
                                  else f" ({address or 'local cluster'}, {threads} cpu(s)"
                                       f"{f', {gpus_per_run} gpu(s)' if gpus_per_run else ''} per run)")
-        plan_line = f"{len(todo)} to run on {where}" if todo else "nothing to run"
+        packed = len(tasks) != len(todo)
+        plan_line = (f"{len(todo)} to run{f' in {len(tasks)} task(s) (ensembles of <= {ensemble_size})' if packed else ''} "
+                     f"on {where}") if todo else "nothing to run"
         stream.write(f"sweep {sweep.name} (profile {sweep.profile}): {len(plan)} runs, {skipped} already final, "
                      f"{plan_line} -> {store.root}\n")
         stream.flush()
-        tasks = [make_task(entry, store.root, _settings(sweep), threads) for entry in todo]
         progress = Progress(len(plan), skipped, stream)
         statuses: dict[str, int] = {}
         interrupted = False
@@ -237,6 +244,24 @@ def _count(statuses: dict, summary: dict) -> None:
     statuses[summary.get("status")] = statuses.get(summary.get("status"), 0) + 1
 
 
+def _finish(progress: Progress, statuses: dict, summary: dict) -> None:
+    """Count and report a finished task: each run of an ensemble task on its own line."""
+    for run in summary.get("members") or [summary]:
+        _count(statuses, run)
+        progress.finish(run)
+
+
+def _start(progress: Progress, task: dict) -> None:
+    for run in member_tasks(task):
+        progress.start(run["name"])
+
+
+def _mark(task: dict, error: str, status: str = "failed") -> list[dict]:
+    """mark_failed for every run of ``task``; their summaries."""
+    return [{"name": run["name"], "status": mark_failed(run, error, status=status).get("status"), "error": error}
+            for run in member_tasks(task)]
+
+
 def _on_signals(handler):
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -254,10 +279,9 @@ def _restore(previous: dict) -> None:
 
 def _run_inline(tasks, progress, statuses, store) -> bool:
     for task in tasks:
-        progress.start(task["name"])
+        _start(progress, task)
         summary = execute_run(task)
-        _count(statuses, summary)
-        progress.finish(summary)
+        _finish(progress, statuses, summary)
         store.rebuild_index()
         if summary.get("interrupted"):
             return True
@@ -334,7 +358,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
             task = pending.pop(0)
             holding[wid] = task["name"]
             send(wid, {"kind": "run", "task": task})
-            progress.start(task["name"])
+            _start(progress, task)
         else:
             holding[wid] = None
             send(wid, {"kind": "stop"})
@@ -358,10 +382,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
             startup_failures.append(code)
         if lost is not None:
             error = f"worker process died (exit code {code}) while training this run; see {log_path}"
-            record = mark_failed(by_name[lost], error)
-            summary = {"name": lost, "status": record.get("status"), "error": error}
-            _count(statuses, summary)
-            progress.finish(summary)
+            _finish(progress, statuses, {"members": _mark(by_name[lost], error)})
             store.rebuild_index()
         if pending and not stop["flag"] and len(startup_failures) < max(3, n_workers):
             spawn()
@@ -392,8 +413,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
             elif kind == "done":
                 holding[wid] = None
                 summary = message["summary"]
-                _count(statuses, summary)
-                progress.finish(summary)
+                _finish(progress, statuses, summary)
                 store.rebuild_index()
                 if summary.get("interrupted"):
                     stop["flag"] = True  # the worker exits by itself after an interrupted run
@@ -408,8 +428,9 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
                 proc.wait(timeout=10)
         # a worker stopped mid-run left its record 'running': say so in the record
         for wid, name in holding.items():
-            if name is not None and store.status_of(name) == "running":
-                mark_failed(by_name[name], "sweep stopped while this run was training", status="interrupted")
+            for run in member_tasks(by_name[name]) if name is not None else []:
+                if store.status_of(run["name"]) == "running":
+                    mark_failed(run, "sweep stopped while this run was training", status="interrupted")
         _restore(previous)
         log.close()
     if pending and not stop["flag"]:  # no worker left to take them
@@ -448,7 +469,7 @@ def _run_ray(tasks, progress, statuses, address, threads, gpus_per_run, store) -
     refs = {}
     for task in tasks:
         refs[remote.remote(task)] = task
-        progress.start(task["name"])
+        _start(progress, task)
     interrupted = False
     stop = {"flag": False}
 
@@ -465,18 +486,19 @@ def _run_ray(tasks, progress, statuses, address, threads, gpus_per_run, store) -
                     summary = ray.get(ref)
                 except Exception as err:  # worker crash, task error
                     line = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
-                    mark_failed(task, f"Ray task failed: {type(err).__name__}: {err}")
-                    summary = {"name": task["name"], "status": "failed", "error": line}
-                _count(statuses, summary)
-                progress.finish(summary)
+                    summary = {"members": _mark(task, f"Ray task failed: {type(err).__name__}: {err}")}
+                    for run in summary["members"]:
+                        run["error"] = line
+                _finish(progress, statuses, summary)
                 store.rebuild_index()
         if refs:
             interrupted = True
             for ref in refs:
                 ray.cancel(ref, force=True)
             for task in refs.values():
-                if store.status_of(task["name"]) == "running":
-                    mark_failed(task, "sweep stopped while this run was training", status="interrupted")
+                for run in member_tasks(task):
+                    if store.status_of(run["name"]) == "running":
+                        mark_failed(run, "sweep stopped while this run was training", status="interrupted")
     finally:
         _restore(previous)
         if started_here:

@@ -226,7 +226,15 @@ def _summary(task: dict, record: dict | None, **extra) -> dict:
 
 # --- the protocol ---------------------------------------------------------------------------------
 def execute_run(task: dict, capture_output: bool = True) -> dict:
-    """Run (or resume, or skip) one task; return a short summary. Never raises for a run failure."""
+    """Run (or resume, or skip) one task; return a short summary. Never raises for a run failure.
+
+    An ensemble task (``members``, from ``--ensemble-size``) trains its runs together; its summary
+    lists theirs under ``members``.
+    """
+    if task.get("members"):
+        from grok_lightning.sweep.ensembles import execute_ensemble
+
+        return execute_ensemble(task, capture_output)
     run_dir = Path(task["run_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
     record_path = run_dir / RECORD_NAME

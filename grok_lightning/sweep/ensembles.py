@@ -1,0 +1,126 @@
+"""Packing a sweep's runs into vectorised ensembles (``grok-lightning sweep run --ensemble-size E``).
+
+Runs whose configurations differ only in seed and weight decay (and their names, ids and paths;
+:func:`grok_lightning.ensemble.compatibility_key`) are grouped, in plan order, into ensemble
+tasks of at most E members. An ensemble task trains its members in one process
+(:func:`grok_lightning.ensemble.run_ensemble`) and each member writes the record, TensorBoard
+events and weight checkpoints of its own run directory, so ``sweep status``, ``collect`` and every
+analysis read an ensembled sweep exactly like a plain one.
+
+Resume: the ensemble's checkpoint (``<store>/ensembles/<name>/checkpoints/last.ckpt``) holds all
+members. The name is a hash of the members' run ids, so rerunning the same command regroups the
+same unfinished runs and resumes them. A run already final is never retrained; if the group
+changed (another ``--ensemble-size``, runs finished elsewhere), the new group starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import traceback
+from pathlib import Path
+
+__all__ = ["pack_tasks", "member_tasks", "execute_ensemble"]
+
+MEMBERS_FILE = "members.json"
+
+
+def member_tasks(task: dict) -> list[dict]:
+    """The run tasks inside ``task`` (itself, for a plain run)."""
+    return list(task.get("members") or [task])
+
+
+def pack_tasks(tasks: list[dict], size: int, store_root: str | Path) -> list[dict]:
+    """Group compatible run tasks into ensemble tasks of at most ``size`` members (order kept)."""
+    from grok_lightning.ensemble import compatibility_key
+
+    if size <= 1:
+        return list(tasks)
+    groups: dict[str, list[dict]] = {}
+    for task in tasks:
+        groups.setdefault(compatibility_key(task["config"]), []).append(task)
+    packed = []
+    for members in groups.values():
+        for start in range(0, len(members), size):
+            chunk = members[start : start + size]
+            if len(chunk) == 1:
+                packed.append(chunk[0])
+                continue
+            digest = hashlib.sha1("+".join(m["run_id"] for m in chunk).encode()).hexdigest()[:12]
+            name = f"ensemble-{digest}"
+            packed.append({"name": name, "run_id": name, "members": chunk,
+                           "run_dir": str(Path(store_root).resolve() / "ensembles" / name),
+                           "keep_checkpoints": all(m.get("keep_checkpoints", True) for m in chunk)})
+    order = {task["name"]: i for i, task in enumerate(tasks)}
+    return sorted(packed, key=lambda t: min(order[m["name"]] for m in member_tasks(t)))
+
+
+def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
+    """Run (or resume) an ensemble task; a summary whose ``members`` are the runs' summaries."""
+    from grok_lightning.records import RECORD_NAME
+    from grok_lightning.records import FINAL_STATUSES
+    from grok_lightning.sweep.worker import (
+        LOG_FILE, _checkpoint_usable, _clean, _output_to, _read, _summary, error_line, mark_failed,
+    )
+
+    ensemble_dir = Path(task["run_dir"])
+    ensemble_dir.mkdir(parents=True, exist_ok=True)
+    summaries, todo = {}, []
+    for member in task["members"]:
+        prior = _read(Path(member["run_dir"]) / RECORD_NAME)
+        if prior is not None and prior.get("status") in FINAL_STATUSES:
+            summaries[member["name"]] = _summary(member, prior, skipped=True)
+        else:
+            todo.append(member)
+    if not todo:
+        return _ensemble_summary(task, summaries)
+    ids = [m["run_id"] for m in todo]
+    ckpt = ensemble_dir / "checkpoints" / "last.ckpt"
+    same_members = _read_members(ensemble_dir) == ids
+    ckpt_path = str(ckpt) if same_members and _checkpoint_usable(ckpt) else None
+    if ckpt_path is None:
+        shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
+        for member in todo:
+            Path(member["run_dir"]).mkdir(parents=True, exist_ok=True)
+            _clean(Path(member["run_dir"]))
+    (ensemble_dir / MEMBERS_FILE).write_text(json.dumps(ids))
+    every = min(int((m["config"].get("run") or {}).get("checkpoint_every") or 0) for m in todo)
+    interrupted = False
+    try:
+        with _output_to(ensemble_dir / LOG_FILE, capture_output):
+            print(f"[grok-lightning sweep] ensemble of {len(todo)}: {', '.join(m['name'] for m in todo)}"
+                  + (f" (resuming from {ckpt_path})" if ckpt_path else ""), flush=True)
+            from grok_lightning.ensemble import run_ensemble
+
+            run_ensemble([m["config"] for m in todo], root=ensemble_dir, ckpt_path=ckpt_path, checkpoint_every=every)
+    except (KeyboardInterrupt, SystemExit) as err:  # Lightning turns Ctrl-C into SystemExit(1)
+        interrupted = isinstance(err, KeyboardInterrupt) or any(
+            (_read(Path(m["run_dir"]) / RECORD_NAME) or {}).get("status") == "interrupted" for m in todo)
+        for member in todo:
+            mark_failed(member, "KeyboardInterrupt (Ctrl-C / SIGINT)" if interrupted else "SystemExit in the ensemble",
+                        status="interrupted" if interrupted else "failed")
+    except BaseException as err:  # noqa: BLE001 - every failure becomes a record, the sweep goes on
+        for member in todo:
+            mark_failed(member, f"{traceback.format_exc().rstrip()}\nerror (ensemble {task['name']}): {error_line(err)}")
+    for member in todo:
+        record = _read(Path(member["run_dir"]) / RECORD_NAME)
+        if record is not None and record.get("status") == "running":
+            record = mark_failed(member, "ensemble ended without a final status for this run")
+        summaries[member["name"]] = _summary(member, record, interrupted=interrupted, resumed_from=ckpt_path)
+    if not interrupted and not task.get("keep_checkpoints", True):
+        shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
+    return _ensemble_summary(task, summaries, interrupted)
+
+
+def _read_members(ensemble_dir: Path) -> list | None:
+    try:
+        return json.loads((ensemble_dir / MEMBERS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _ensemble_summary(task: dict, summaries: dict, interrupted: bool = False) -> dict:
+    members = [summaries[m["name"]] for m in task["members"]]
+    return {"name": task["name"], "run_id": task["run_id"], "status": "ensemble", "members": members,
+            "interrupted": interrupted}
