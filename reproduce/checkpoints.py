@@ -1,0 +1,115 @@
+"""Post-hoc analysis of the weights a run saved with ``CheckpointSchedule`` (``weights/epoch_XXXXX.pt``).
+
+Used by the long-horizon target (reproduce/long_horizon.py: Fig. 6, Table 3, Fig. 7) and open to any
+other post-hoc analysis of the same runs: find a run's checkpoint files, rebuild its model and its
+train/test split from the record's resolved config, load the weights, and measure one checkpoint
+(test accuracy, the head-pattern covariance eigenvalues behind PR_norm, ESD alpha).
+Nothing here trains; everything is read from records and checkpoint files.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from grok_lightning.models import ATTENTION_ARCHS, build_model
+from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
+
+__all__ = ["analyse_checkpoint", "build_model_from_record", "checkpoint_files", "eval_split", "load_checkpoint",
+           "weights_dir"]
+
+_EPOCH_FILE = re.compile(r"^epoch_(\d+)\.pt$")
+
+
+def weights_dir(record: dict, runs_root: str | Path | None = None) -> Path | None:
+    """The run's ``weights/`` folder: in the sweep store ``runs_root`` (wherever it now lies; the run's
+    folder is its name, ending in the first 8 digits of its run id), else the absolute
+    ``weight_checkpoint_dir`` the record saved; ``None`` if none exists."""
+    candidates = []
+    if runs_root is not None and record.get("name"):
+        candidates.append(Path(runs_root) / record["name"] / "weights")
+    if runs_root is not None and record.get("run_id") and Path(runs_root).is_dir():  # store dirs end in the id's 8 digits
+        candidates += sorted(d / "weights" for d in Path(runs_root).glob(f"*{record['run_id'][:8]}"))
+    if record.get("weight_checkpoint_dir"):
+        candidates.append(Path(record["weight_checkpoint_dir"]))
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def checkpoint_files(record: dict, runs_root: str | Path | None = None) -> dict[int, Path]:
+    """``{epoch: path}`` of the run's saved weights, sorted by epoch (empty when there are none)."""
+    directory = weights_dir(record, runs_root)
+    if directory is None:
+        return {}
+    found = {int(m.group(1)): p for p in directory.iterdir() if (m := _EPOCH_FILE.match(p.name))}
+    return dict(sorted(found.items()))
+
+
+def build_model_from_record(record: dict) -> torch.nn.Module:
+    """A fresh model of the run's architecture (the same construction as ``GrokkingModule``)."""
+    m, d = record["config"]["model"], record["config"]["data"]
+    kwargs = dict(m.get("arch_kwargs") or {})
+    if m["arch"] == "transformer":
+        kwargs.update(d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], d_ff=m["d_ff"],
+                      init=m.get("init", "pytorch"))
+    return build_model(m["arch"], vocab_size=d["p"] + 1, n_classes=d["p"], **kwargs)
+
+
+def load_checkpoint(record: dict, path: str | Path) -> tuple[torch.nn.Module, dict]:
+    """``(model in eval mode with the checkpoint's weights, payload)``; the payload is
+    ``{"epoch", "state_dict", "metrics"}`` as ``CheckpointSchedule`` wrote it."""
+    payload = torch.load(path, weights_only=True, map_location="cpu")
+    model = build_model_from_record(record)
+    model.load_state_dict(payload["state_dict"], strict=True)
+    return model.eval(), payload
+
+
+def eval_split(record: dict, split: str = "test") -> tuple[torch.Tensor, torch.Tensor]:
+    """The run's evaluation split ``(tokens, labels)``, rebuilt from its data config and seed
+    (``split_seed`` null = the run seed, as ``ModularArithmeticDataModule`` does)."""
+    from grok_lightning.data import ModularArithmeticDataModule
+
+    d = record["config"]["data"]
+    split_seed = d.get("split_seed")
+    data = ModularArithmeticDataModule(
+        p=d["p"], operation=d["operation"], train_fraction=d["train_fraction"],
+        split_seed=int(record["config"]["seed"] if split_seed is None else split_seed),
+        random_labels=bool(d.get("random_labels", False)), label_seed=int(d.get("label_seed", 0)))
+    data.setup()
+    return data.eval_splits()[split]
+
+
+@torch.no_grad()
+def analyse_checkpoint(record: dict, path: str | Path, split: tuple[torch.Tensor, torch.Tensor] | None = None,
+                       batch_size: int = 8192) -> dict:
+    """One checkpoint measured on the run's test split (the diagnostics' evaluation batch).
+
+    Returns ``epoch``; ``test_acc`` recomputed from the weights and ``logged_test_acc`` (the
+    training-time evaluation, ``None`` when that epoch was not evaluated): equal when the model
+    and split were rebuilt correctly; ``esd_alpha`` (median over matrices) and
+    ``esd_n_matrices``; for attention models ``eigenvalues``, the ``(L, H)`` head-pattern
+    covariance spectrum per layer (``pr_norm_checkpoint_table``'s input), and
+    ``logged_pr_norm`` (the training-time diagnostic, same covariance).
+    """
+    model, payload = load_checkpoint(record, path)
+    tokens, labels = split if split is not None else eval_split(record, "test")
+    attention = record["config"]["model"]["arch"] in ATTENTION_ARCHS
+    correct, chunks = 0, []
+    for start in range(0, len(labels), batch_size):
+        x, y = tokens[start:start + batch_size], labels[start:start + batch_size]
+        if attention:
+            logits, layers = model(x, return_attention=True)
+            chunks.append(layers)
+        else:
+            logits = model(x)
+        correct += int((logits.argmax(-1) == y).sum())
+    metrics = payload.get("metrics") or {}
+    esd = model_esd_alpha(payload["state_dict"])
+    result = {"epoch": int(payload["epoch"]), "test_acc": correct / len(labels),
+              "logged_test_acc": metrics.get("test_acc"), "esd_alpha": esd.alpha,
+              "esd_n_matrices": len(esd.per_matrix), "eigenvalues": None, "logged_pr_norm": metrics.get("pr_norm")}
+    if chunks:
+        layers = [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
+        result["eigenvalues"] = head_covariance_eigenvalues(layers)
+    return result

@@ -1,0 +1,328 @@
+"""Long-horizon targets of arXiv 2605.20441 (issue #10): Fig. 3 (five-stage trajectory), Fig. 6 + Table 3
+(PR_norm over checkpoints, the C1 identity), Fig. 7 (ESD alpha) and the E8 retention table.
+
+    python -m reproduce.long_horizon --profile smoke|paper --out reproduction [--only fig3|fig6|fig7|e8]
+
+One sweep (configs/sweeps/long_horizon.yaml, into ``<out>/long_horizon/sweep``) with CheckpointSchedule
+and RetentionMonitor attached; then, post hoc and without training, the saved ``weights/epoch_*.pt``
+are rebuilt into the model and measured on the run's test split (reproduce/checkpoints.py). Writes
+into ``<out>/long_horizon/``: fig3_five_stage.png, fig6_pr_norm.png, fig7_esd_alpha.png,
+checkpoints.csv (one row per run and checkpoint), retention.csv, summary.json, rows.json, NOTES.md.
+``--only`` (repeatable) runs some parts and merges their rows into the existing rows.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from grok_lightning.plots.common import caption
+from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
+from grok_lightning.records import write_json_atomic
+from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
+from reproduce.checkpoints import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
+from reproduce.common import REPO, SWEEPS, describe, median_ci, parse_args, sweep_records, sweep_summary
+from reproduce.report import row
+
+PAPER = "2605.20441"
+PARTS = ("fig3", "fig6", "fig7", "e8")
+SWEEP = "long_horizon.yaml"  # under configs/sweeps/; the rLLC target reads the same runs
+LEAD_SEED, LEAD_WD = 42, 1.0
+#: the paper's stage bands (PAPER_WD_REGIMES.md section 5): Fig. 3 read off the figure, Fig. 6/7 as labelled
+FIG3_BANDS = {"P1": (100, 200), "P2": (1000, 2500), "P3": (4500, 5500), "P4": (10000, 11000), "P5": (15000, 20000)}
+FIG67_BANDS = {"P1": (100, 500), "P2": (1000, 3000), "P3": (5000, 7500), "P4": (10000, 12500), "P5": (15000, 20000)}
+PAPER_FIG3 = {"final_test_acc": 0.46, "sigma_peak": 0.201, "sigma_peak_epoch": 10500}
+PAPER_E8 = {0.1: 5, 0.5: 4, 1.0: 3, 2.0: 4}  # retained of 5 seeds at 20,000 epochs
+PAPER_FIG6 = [(100, 0.86), (500, 0.71), (1000, 0.48), (20000, 0.13)]  # seed 42, median over layers
+PAPER_FIG6_P2_P4 = ((2500, 12500), (0.18, 0.55))
+PAPER_FIG7 = [(100, 2.072), (500, 1.392), (20000, 1.346)]
+PAPER_FIG7_PLATEAU = ((1000, 17500), (1.30, 1.36))
+#: Table 3 as printed (3 decimals), used when ../shared/reference/c1_empirical_validation.json is absent
+TABLE3 = [(100, 0.392, 0.864), (500, 0.788, 0.612), (1000, 1.278, 0.434), (2500, 0.870, 0.548), (5000, 1.601, 0.306),
+          (7500, 1.726, 0.293), (10000, 1.516, 0.335), (12500, 1.738, 0.276), (15000, 1.476, 0.399),
+          (17500, 1.591, 0.326), (20000, 1.880, 0.251)]
+C1_JSON = REPO.parent / "shared" / "reference" / "c1_empirical_validation.json"
+
+
+def paper_table3() -> tuple[list[dict], float, str]:
+    """(rows, max |PR_norm - C1|, source) of the paper's Table 3 / C1 check."""
+    if C1_JSON.is_file():
+        data = json.loads(C1_JSON.read_text())
+        return (data["cv_trajectory_canonical_s42"], data["identity_error_bias_corrected"]["PR_norm_max_err"],
+                "c1_empirical_validation.json (CC-BY-4.0, L. Verma)")
+    rows = [{"epoch": e, "mean_CV_lambda": cv, "mean_PR_norm_measured": pr, "phase_label": TABLE3_PHASES[e]}
+            for e, cv, pr in TABLE3]
+    return rows, 2.56e-7, "the paper's Table 3 (3 decimals)"
+
+
+def pick_lead(records: list[dict]) -> tuple[dict, list[dict]]:
+    """The lead run (seed 42, else the first seed in sweep order, at the lambda closest to 1) and the
+    other seeds at that lambda (Fig. 3's underlay)."""
+    wd = min({r["config"]["wd"] for r in records}, key=lambda w: abs(math.log(w / LEAD_WD)) if w > 0 else math.inf)
+    same = [r for r in records if r["config"]["wd"] == wd]
+    lead = next((r for r in same if r["config"]["seed"] == LEAD_SEED), same[0])
+    return lead, [r for r in same if r is not lead]
+
+
+def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict) -> tuple[list[dict], list[dict], dict]:
+    """Every saved checkpoint of every run, measured: ``(series for the plots, CSV rows, tables)``;
+    ``tables[run_id]`` is that run's ``pr_norm_checkpoint_table``."""
+    series, csv_rows, tables = [], [], {}
+    for record in records:
+        files = checkpoint_files(record, runs_root)
+        if not files:
+            continue
+        split = eval_split(record, "test")
+        points = [analyse_checkpoint(record, path, split) for path in files.values()]
+        eig = {p["epoch"]: p["eigenvalues"] for p in points if p["eigenvalues"] is not None}
+        table = pr_norm_checkpoint_table(eig) if eig else {"rows": [], "table": []}
+        tables[record["run_id"]] = table
+        name = weights_dir(record, runs_root).parent.name
+        by_epoch = {t["epoch"]: t for t in table["table"]}
+        layers = {e: [r for r in table["rows"] if r["epoch"] == e and r["valid"]] for e in by_epoch}
+        c = record["config"]
+        s = {"name": name, "wd": c["wd"], "seed": c["seed"], "lead": record is lead, "epoch": [],
+             "pr_norm": [], "esd_alpha": []}
+        for p in points:
+            e, t, rows = p["epoch"], by_epoch.get(p["epoch"], {}), layers.get(p["epoch"], [])
+            median = float(np.median([r["pr_norm"] for r in rows])) if rows else math.nan
+            s["epoch"].append(e), s["pr_norm"].append(median), s["esd_alpha"].append(p["esd_alpha"])
+            csv_rows.append({
+                "run": name, "wd": c["wd"], "seed": c["seed"], "epoch": e, "test_acc": p["test_acc"],
+                "logged_test_acc": p["logged_test_acc"], "pr_norm_median_layers": median,
+                "pr_norm_mean_layers": t.get("mean_PR_norm_measured"),
+                "pr_norm_c1_mean_layers": t.get("mean_PR_norm_predicted_C1_corrected"),
+                "mean_cv_sample": t.get("mean_CV_lambda"), "pr_norm_ratio_mean_layers": t.get("mean_PR_norm_ratio"),
+                "c1_max_error": max((r["pr_norm_error"] for r in rows), default=math.nan),
+                "logged_pr_norm": p["logged_pr_norm"], "n_layers_valid": len(rows), "esd_alpha": p["esd_alpha"],
+                "esd_n_matrices": p["esd_n_matrices"], "paper_phase": TABLE3_PHASES.get(e)})
+        series.append(s)
+    return series, csv_rows, tables
+
+
+def retention_table(records: list[dict]) -> list[dict]:
+    """E8: per lambda, how many runs end in each RetentionMonitor state, with the paper's count."""
+    out = []
+    for wd in sorted({r["config"]["wd"] for r in records}):
+        runs = [r for r in records if r["config"]["wd"] == wd]
+        tags = Counter(r.get("retention") if r["status"] == "completed" else f"run {r['status']}" for r in runs)
+        out.append({"wd": wd, "n": len(runs), "retained": tags.pop("retained", 0),
+                    "anti-grokked": tags.pop("anti-grokked", 0), "collapsed": tags.pop("collapsed", 0),
+                    "never grokked": tags.pop("never grokked", 0), "other": dict(tags),
+                    "paper_retained": PAPER_E8.get(wd), "paper_n": 5 if wd in PAPER_E8 else None,
+                    "anti_grok_epochs": {r["config"]["seed"]: r["anti_grok_epoch"] for r in runs
+                                         if r.get("anti_grok_epoch") is not None},
+                    "final_test_acc": {r["config"]["seed"]: r.get("final_test_acc") for r in runs}})
+    return out
+
+
+def _clean(x):
+    """NaN -> None, numpy scalars -> floats (strict JSON)."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    return x
+
+
+def _peak(record: dict) -> tuple[float | None, int | None]:
+    """Raw sigma_H peak after epoch 100 (the paper's amplitude convention) and its epoch."""
+    h = record["history"]
+    pairs = [(v, e) for e, v in zip(h["epoch"], h.get("entropy_std", [])) if v is not None and e > 100]
+    return max(pairs) if pairs else (None, None)
+
+
+def _differs(ctx: dict, epochs: list[int] | None = None) -> str | None:
+    if ctx["profile"] == "paper":
+        return None
+    m, info = ctx["lead"]["config"]["model"], ctx["info"]
+    text = (f"{m['n_layers']}L x {m['n_heads']}H d{m['d_model']} (paper 4L x 8H d128), {info['horizon']:,} epochs (paper "
+            f"20,000), lambda {info['wds']} x {info['seeds_per_wd']} seeds (paper 0.1/0.5/1/2 x 5)")
+    return text + (f", {len(epochs)} checkpoints {epochs[0]}-{epochs[-1]} (paper: 11 at 100-20,000)" if epochs else "")
+
+
+def part_fig3(ctx: dict) -> list[dict]:
+    lead, horizon, profile, info = ctx["lead"], ctx["horizon"], ctx["profile"], ctx["info"]
+    peak, peak_epoch = _peak(lead)
+    outside = [f"{k} {lo:,}-{hi:,}" for k, (lo, hi) in FIG3_BANDS.items() if lo > horizon]
+    details = f"{info['text']}\n{describe(lead)}"
+    if outside:
+        details += f"\nthe paper's Fig. 3 bands {', '.join(outside)} lie beyond this {horizon:,}-epoch horizon: not drawn"
+    paper_note = (f"paper (seed 42, lambda 1, 20,000 epochs): final test acc {PAPER_FIG3['final_test_acc']}, "
+                  f"raw $\\sigma_H$ peak {PAPER_FIG3['sigma_peak']} at ~{PAPER_FIG3['sigma_peak_epoch']:,}")
+    fig = figure_five_stage(lead, ctx["underlay"], FIG3_BANDS, paper_note, caption(profile, details, _differs(ctx)))
+    fig.savefig(ctx["out"] / "fig3_five_stage.png", dpi=130)
+    ctx["summary"]["fig3"] = {
+        "final_test_acc": lead.get("final_test_acc"), "sigma_peak": peak, "sigma_peak_epoch": peak_epoch,
+        "grok_epoch": lead.get("grok_epoch"), "retention": lead.get("retention"),
+        "anti_grok_epoch": lead.get("anti_grok_epoch"), "underlay_seeds": [r["config"]["seed"] for r in ctx["underlay"]]}
+    return [row(PAPER + " Fig. 3", f"final test accuracy, lead run ({ctx['label']})", PAPER_FIG3["final_test_acc"],
+                lead.get("final_test_acc"), profile, 1, note=ctx["note_h"]),
+            row(PAPER + " Fig. 3", f"raw sigma_H peak after epoch 100, lead run ({ctx['label']})", PAPER_FIG3["sigma_peak"],
+                peak, profile, 1, note=f"ours at epoch {peak_epoch} of {horizon:,}, paper at ~10,500 of 20,000")]
+
+
+def part_e8(ctx: dict) -> list[dict]:
+    table = retention_table(ctx["records"])
+    ctx["summary"]["e8"] = table
+    keys = ["wd", "n", "retained", "anti-grokked", "collapsed", "never grokked", "paper_retained", "anti_grok_epochs"]
+    with open(ctx["out"] / "retention.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=keys, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({**t, "anti_grok_epochs": json.dumps(t["anti_grok_epochs"])} for t in table)
+    rows = []
+    for t in table:
+        epochs = f" (seed: epoch {t['anti_grok_epochs']})" if t["anti_grok_epochs"] else ""
+        paper = "-" if t["paper_retained"] is None else f"{t['paper_retained']}/5"
+        note = (f"{t['retained']}/{t['n']} retained, {t['anti-grokked']} anti-grokked{epochs}, {t['collapsed']} collapsed, "
+                f"{t['never grokked']} never grokked; paper {paper}; {ctx['note_h']}").strip("; ")
+        rows.append(row(PAPER + " E8", f"retained fraction at lambda {t['wd']} (still generalising at the horizon)",
+                        None if t["paper_retained"] is None else t["paper_retained"] / 5, t["retained"] / t["n"],
+                        ctx["profile"], t["n"], note=note))
+    return rows
+
+
+def part_fig6(ctx: dict, series: list[dict], tables: dict, cap: str) -> list[dict]:
+    lead, profile, lead_s = ctx["lead"], ctx["profile"], ctx["lead_series"]
+    ref_rows, ref_err, ref_source = paper_table3()
+    valid = [r for t in tables.values() for r in t["rows"] if r["valid"]]
+    ours_err = max((r["pr_norm_error"] for r in valid), default=math.nan)
+    ours_pr_err = max((r["pr_error"] for r in valid), default=math.nan)
+    lead_table = tables[lead["run_id"]]["table"]
+    fig = figure_pr_norm(series, lead_table, PAPER_FIG6, ref_rows, PAPER_FIG6_P2_P4, FIG67_BANDS,
+                         {"ours": ours_err, "paper": ref_err}, 8,
+                         cap + f"\npaper overlay: Fig. 6 text values and {ref_source}")
+    fig.savefig(ctx["out"] / "fig6_pr_norm.png", dpi=130)
+    final = [s["pr_norm"][-1] for s in series if s["wd"] == lead["config"]["wd"]]
+    value, ci = median_ci(final)
+    ctx["summary"]["fig6"] = {
+        "lead_table3": lead_table, "max_pr_norm_identity_error": ours_err, "max_pr_error": ours_pr_err,
+        "n_valid_layer_rows": len(valid), "n_skipped_layer_rows": sum(t.get("n_skipped", 0) for t in tables.values()),
+        "paper_max_pr_norm_identity_error": ref_err, "paper_source": ref_source}
+    first, last = lead_s["epoch"][0], lead_s["epoch"][-1]
+    quantity = "PR_norm (median over layers) at the {} checkpoint, lead run (" + ctx["label"] + ")"
+    return [row(PAPER + " Fig. 6", quantity.format("first"), PAPER_FIG6[0][1], lead_s["pr_norm"][0], profile, 1,
+                note=f"ours at epoch {first}, paper at 100"),
+            row(PAPER + " Fig. 6", quantity.format("last"), PAPER_FIG6[-1][1], lead_s["pr_norm"][-1], profile, 1,
+                note=f"ours at epoch {last}, paper at 20,000"),
+            row(PAPER + " Fig. 6", f"PR_norm at the last checkpoint, median over seeds at lambda {lead['config']['wd']}",
+                None, value, profile, len(final), ours_ci=ci, note=f"epoch {last}"),
+            row(PAPER + " Table 3", "C1 identity: max abs(PR_norm measured - 1/(1+CV^2)) (sample CV, var_pop corrected), "
+                "all layer x checkpoint rows", ref_err, ours_err, profile, len(valid),
+                note=f"max abs(PR - H/(1+CV^2)) = {ours_pr_err:.2g} (paper 1.73e-6); float64 eigenvalues here")]
+
+
+def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
+    lead_s, profile = ctx["lead_series"], ctx["profile"]
+    fig = figure_esd_alpha(series, PAPER_FIG7, PAPER_FIG7_PLATEAU, FIG67_BANDS, cap)
+    fig.savefig(ctx["out"] / "fig7_esd_alpha.png", dpi=130)
+    alphas = [a for s in series for a in s["esd_alpha"]]
+    ctx["summary"]["fig7"] = {"lead_alpha": dict(zip(lead_s["epoch"], lead_s["esd_alpha"])),
+                              "alpha_range_all_runs": [float(np.nanmin(alphas)), float(np.nanmax(alphas))]}
+    quantity = "ESD alpha (median over weight matrices) at the {} checkpoint, lead run (" + ctx["label"] + ")"
+    return [row(PAPER + " Fig. 7", quantity.format("first"), PAPER_FIG7[0][1], lead_s["esd_alpha"][0], profile, 1,
+                note=f"ours at epoch {lead_s['epoch'][0]}, paper at 100"),
+            row(PAPER + " Fig. 7", quantity.format("last"), PAPER_FIG7[-1][1], lead_s["esd_alpha"][-1], profile, 1,
+                note=f"ours at epoch {lead_s['epoch'][-1]}, paper at 20,000")]
+
+
+def main(argv=None) -> Path:
+    only = argparse.ArgumentParser(add_help=False)
+    only.add_argument("--only", choices=PARTS, action="append", default=None, help="run just this part (repeatable)")
+    known, rest = only.parse_known_args(argv)
+    args = parse_args(__doc__, rest)
+    parts = known.only or list(PARTS)
+    out = Path(args.out) / "long_horizon"
+    records = sweep_records(SWEEP, args.profile, out, args.workers)
+    from grok_lightning.sweep.grid import load_sweep
+
+    order = {s.run_id: i for i, s in enumerate(load_sweep(SWEEPS / SWEEP, profile=args.profile).expand())}
+    records.sort(key=lambda r: order.get(r["run_id"], len(order)))
+    usable = [r for r in records if r["status"] in ("completed", "diverged") and r["history"]["epoch"]]
+    info = sweep_summary(records)
+    lead, underlay = pick_lead(usable)
+    c = lead["config"]
+    ctx = {"out": out, "profile": args.profile, "records": records, "info": info, "horizon": info["horizon"],
+           "lead": lead, "underlay": underlay, "label": f"lambda {c['wd']}, seed {c['seed']}",
+           "note_h": f"ours at {info['horizon']:,} epochs, paper at 20,000" if info["horizon"] != 20000 else "",
+           "summary": {"profile": args.profile, "sweep": info, "lead": {"run_id": lead["run_id"], "wd": c["wd"],
+                       "seed": c["seed"]}, "config": c}}
+    rows = {}
+    if "fig3" in parts:
+        rows["fig3"] = part_fig3(ctx)
+    if "e8" in parts:
+        rows["e8"] = part_e8(ctx)
+    if "fig6" in parts or "fig7" in parts:
+        series, csv_rows, tables = checkpoint_analysis(usable, out / "sweep" / "runs", lead)
+        with open(out / "checkpoints.csv", "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(csv_rows[0]))
+            writer.writeheader()
+            writer.writerows(_clean(csv_rows))
+        epochs = sorted({e for s in series for e in s["epoch"]})
+        cap = caption(args.profile, f"{info['text']}; checkpoints at epochs {epochs}\n{describe(lead)}",
+                      _differs(ctx, epochs))
+        ctx["lead_series"] = next(s for s in series if s["lead"])
+        logged = [r for r in csv_rows if r["logged_test_acc"] is not None]
+        ctx["summary"]["checkpoints"] = {  # the rebuilt model and split must reproduce the training-time evaluation
+            "epochs": epochs, "n_checkpoints": len(csv_rows),
+            "max_test_acc_mismatch": max((abs(r["test_acc"] - r["logged_test_acc"]) for r in logged), default=None),
+            "max_pr_norm_vs_logged_diagnostic": max((abs(r["pr_norm_mean_layers"] - r["logged_pr_norm"]) for r in logged
+                                                     if r["logged_pr_norm"] is not None), default=None)}
+        if "fig6" in parts:
+            rows["fig6"] = part_fig6(ctx, series, tables, cap)
+        if "fig7" in parts:
+            rows["fig7"] = part_fig7(ctx, series, cap)
+    _write(out, args.profile, parts, ctx["summary"], rows)
+    print(f"long_horizon ({', '.join(parts)}): {out}")
+    return out
+
+
+def _write(out: Path, profile: str, parts: list[str], summary: dict, by_part: dict[str, list[dict]]) -> None:
+    """Merge with what earlier ``--only`` invocations of the same profile wrote, then write."""
+    rows = [{**r, "part": part} for part in PARTS for r in by_part.get(part, [])]
+    old_summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    if old_summary.get("profile") == profile and (out / "rows.json").exists():
+        kept = [r for r in json.loads((out / "rows.json").read_text()) if r.get("part") not in parts]
+        rows, summary = kept + rows, {**old_summary, **summary}
+        rows.sort(key=lambda r: PARTS.index(r["part"]) if r.get("part") in PARTS else len(PARTS))
+    summary["parts"] = sorted(set(summary.get("parts", [])) | set(parts)) if old_summary.get("profile") == profile else parts
+    write_json_atomic(out / "summary.json", _clean(summary))
+    (out / "rows.json").write_text(json.dumps(_clean(rows), indent=1))
+    (out / "NOTES.md").write_text(notes(summary))
+
+
+def notes(summary: dict) -> str:
+    """Markdown for REPORT.md: the E8 table and the lead run's Table 3."""
+    lines = [f"### Long horizon ({summary['profile']}): E8 retention and Table 3", ""]
+    if summary.get("e8"):
+        lines += ["| lambda | n | retained | anti-grokked | collapsed | never grokked | paper retained (of 5, 20 K) "
+                  "| anti-grok epoch per seed |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {t['wd']} | {t['n']} | {t['retained']} | {t['anti-grokked']} | {t['collapsed']} | "
+                  f"{t['never grokked']} | {'-' if t['paper_retained'] is None else t['paper_retained']} | "
+                  f"{t['anti_grok_epochs'] or '-'} |" for t in summary["e8"]]
+    if summary.get("fig6"):
+        lead = summary["lead"]
+        paper = {r["epoch"]: r for r in paper_table3()[0]}
+        lines += ["", f"Table 3 on lambda {lead['wd']}, seed {lead['seed']} (layer means; paper: seed 42, "
+                  "canonical model):", "",
+                  "| epoch | paper phase | sample CV | PR_norm measured | C1-predicted | paper PR_norm (same epoch) |",
+                  "|---|---|---|---|---|---|"]
+        for t in summary["fig6"]["lead_table3"]:
+            ref = paper.get(t["epoch"], {}).get("mean_PR_norm_measured")
+            fmt = lambda v: "-" if v is None else f"{v:.4f}"
+            lines.append(f"| {t['epoch']} | {t['phase_label'] or '-'} | {fmt(t['mean_CV_lambda'])} | "
+                         f"{fmt(t['mean_PR_norm_measured'])} | {fmt(t['mean_PR_norm_predicted_C1_corrected'])} | "
+                         f"{fmt(ref)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
