@@ -151,6 +151,9 @@ class MemberCallbacks(Callback):
         if logger is not None:
             logger.finalize("success")
 
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint):
+        self._call("on_save_checkpoint", trainer, pl_module, checkpoint, every_member=True)
+
     def on_exception(self, trainer, pl_module, exception):
         self._call("on_exception", trainer, pl_module, exception, every_member=True)
 

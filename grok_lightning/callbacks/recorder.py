@@ -66,14 +66,22 @@ class RunRecorder(Callback):
         record_path: where to write; default ``<trainer.log_dir>/record.json``.
         run_info: extra top-level config entries (profile, sweep, run id, name...).
         write_every: write the record every this many evaluations (and always at the end).
+        min_interval_s: ...but not more often than this many seconds (fit start, fit end,
+            exceptions and checkpoint saves always write). Why: the record is rewritten whole, so
+            a run evaluated every epoch (the lock-in runs: 400 evaluations) would spend O(n^2)
+            time serialising its growing history (measured 9-18 ms per epoch, ~15% of a
+            400-epoch lock-in run); a resumed run restores the record from its checkpoint anyway.
     """
 
     evaluation_hook_last = True
 
-    def __init__(self, record_path: str | None = None, run_info: dict | None = None, write_every: int = 1):
+    def __init__(self, record_path: str | None = None, run_info: dict | None = None, write_every: int = 1,
+                 min_interval_s: float = 2.0):
         self.record_path = record_path
         self.run_info = dict(run_info or {})
         self.write_every = write_every
+        self.min_interval_s = min_interval_s
+        self._last_write = float("-inf")
         self.record: dict | None = None
         self._elapsed_before = 0.0
         self._t0 = time.time()
@@ -103,6 +111,7 @@ class RunRecorder(Callback):
     def write(self, trainer: Trainer) -> None:
         self.record["wall_time_s"] = self._elapsed_before + (time.time() - self._t0)
         write_json_atomic(self.path(trainer), self.record)
+        self._last_write = time.monotonic()
 
     # --- hooks ----------------------------------------------------------------------------
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -127,7 +136,7 @@ class RunRecorder(Callback):
         append_history(self.record, epoch, metrics)
         self.record.update(getattr(pl_module, "record_extras", {}))
         self._evals += 1
-        if self._evals % self.write_every == 0:
+        if self._evals % self.write_every == 0 and time.monotonic() - self._last_write >= self.min_interval_s:
             self.write(trainer)
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -162,6 +171,10 @@ class RunRecorder(Callback):
         self.write(trainer)
 
     # --- checkpointing --------------------------------------------------------------------
+    def on_save_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict) -> None:
+        if self.record is not None:  # the record on disk is never behind the last checkpoint
+            self.write(trainer)
+
     def state_dict(self) -> dict:
         elapsed = self._elapsed_before + (time.time() - self._t0)
         return {"record": self.record, "elapsed": elapsed}
