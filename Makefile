@@ -8,11 +8,12 @@ TORCH ?= torch==2.13.0
 PROFILE ?= smoke
 OUT ?= reproduction
 PYTEST_ARGS ?=
-# extras installed with the package; CI adds `ray` so the Ray launcher test runs
-EXTRAS ?= dev
+# extras installed with the package: `predict` (scikit-learn) for reproduce-predict, `llc` (devinterp; ~50 s,
+# +411 MB) for reproduce-rllc and its tests, both part of reproduce-all; CI adds `ray` for the Ray launcher test
+EXTRAS ?= dev,predict,llc
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -58,6 +59,24 @@ reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba 
 
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT)
+
+# long horizon (issue #10): one sweep (configs/sweeps/long_horizon.yaml) shared by the three figures, analysed
+# post hoc; Fig. 6 also writes Table 3 (C1 identity). E8 retention: `--only e8`, or all parts without --only (reproduce-all)
+reproduce-fig3: install ## Fig. 3 five-stage long-horizon trajectory (PROFILE=smoke|paper)
+	$(PY) -m reproduce.long_horizon --only fig3 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig6: install ## Fig. 6 PR_norm over checkpoints + Table 3 C1 identity (PROFILE=smoke|paper)
+	$(PY) -m reproduce.long_horizon --only fig6 --profile $(PROFILE) --out $(OUT)
+
+reproduce-fig7: install ## Fig. 7 ESD alpha over checkpoints (PROFILE=smoke|paper)
+	$(PY) -m reproduce.long_horizon --only fig7 --profile $(PROFILE) --out $(OUT)
+
+reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs attention diagnostics (reuses Fig. 5/1 sweeps; PROFILE=smoke|paper)
+	$(PY) -m reproduce.predict --profile $(PROFILE) --out $(OUT)
+
+# without devinterp (an install with EXTRAS lacking `llc`) the target writes "not run" rLLC rows
+reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD; PROFILE=smoke|paper)
+	$(PY) -m reproduce.rllc --profile $(PROFILE) --out $(OUT)
 
 reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|paper)
 	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT)

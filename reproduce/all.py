@@ -12,8 +12,10 @@ from pathlib import Path
 from reproduce.common import parse_args
 from reproduce.report import write_report
 
-#: targets in the order they run (each is reproduce/<name>.py with main(argv))
-TARGETS = ["canonical", "fig5", "fig1", "fig11", "fig9", "fig2", "fig8", "fig4", "fig10", "lockin"]
+#: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
+#: Fig. 5 and Fig. 1 sweeps, rllc the long_horizon checkpoints
+TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig8", "fig4", "fig10", "long_horizon",
+           "lockin", "rllc"]
 
 
 def main(argv=None) -> Path:

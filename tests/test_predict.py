@@ -1,0 +1,162 @@
+"""The "does it predict?" study (grok_lightning.stats.predict): features at epoch E from records,
+grouped cross-validation, AUC with cluster-bootstrap CIs, and honest "undefined" answers.
+
+Synthetic records only (fast): one where sigma_H at E carries the outcome and the baselines do not,
+and degenerate sets (one class, one group, unobservable retention).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+from grok_lightning.stats.predict import (BASELINE_FEATURES, FEATURE_SETS, _auc, auc_study, feature_row,  # noqa: E402
+                                          feature_table, grouped_oof_predictions, is_undefined, retention_label,
+                                          table_records)
+
+EPOCHS = list(range(0, 101, 10))
+
+
+def _record(run_id, wd, seed, sigma, grok_epoch=None, n_params=1000, final_epoch=100, max_epochs=100,
+            retention=None, rng=None, status="completed"):
+    rng = rng or np.random.default_rng(seed)
+    n = len(EPOCHS)
+    history = {
+        "epoch": EPOCHS,
+        "train_loss": list(rng.uniform(0.5, 1.0, n)), "train_acc": list(rng.uniform(0.5, 0.9, n)),
+        "test_loss": list(rng.uniform(2, 3, n)), "test_acc": list(rng.uniform(0.0, 0.2, n)),
+        "weight_norm": list(rng.uniform(20, 30, n)), "mean_similarity": list(rng.uniform(0.8, 0.9, n)),
+        "entropy_std": list(sigma + 0.001 * rng.standard_normal(n)),
+    }
+    record = {"run_id": run_id, "status": status, "grok_epoch": grok_epoch, "final_epoch": final_epoch,
+              "n_params": n_params, "config": {"wd": wd, "seed": seed, "max_epochs": max_epochs}, "history": history}
+    if retention is not None:
+        record["retention"] = retention
+    return record
+
+
+def _signal_records(n_wd=6, n_seeds=6, seed=0):
+    """Outcome = sigma_H above the median (per-run latent); lambda, loss, norm are noise."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n_wd):
+        for s in range(n_seeds):
+            sigma = rng.uniform(0.01, 0.05)
+            grokked = sigma > 0.03
+            records.append(_record(f"r{i}_{s}", wd=[0.1, 0.2, 0.5, 1.0, 2.0, 5.0][i % 6], seed=s, sigma=sigma,
+                                   grok_epoch=200 if grokked else None, max_epochs=300, final_epoch=300,
+                                   retention="retained" if grokked else "never grokked", rng=rng))
+    return records
+
+
+def test_auc_matches_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        y = rng.integers(0, 2, 20)
+        if y.min() == y.max():
+            continue
+        p = rng.integers(0, 4, 20) / 3  # with ties
+        assert _auc(y, p) == pytest.approx(roc_auc_score(y, p))
+
+
+def test_feature_row_reads_the_row_at_or_before_e_and_its_slopes():
+    record = _record("a", 1.0, 0, 0.02)
+    record["history"]["entropy_std"] = [0.001 * e for e in EPOCHS]  # slope 0.001 per epoch
+    record["history"]["train_acc"] = [0.0] * 5 + [1.0] * 6  # fitted from epoch 50
+    row = feature_row(record, epoch=75, slope_window=30)
+    assert row.features["epoch"] == 70  # the row just before 75
+    assert row.features["sigma_H"] == pytest.approx(0.07)
+    assert row.features["sigma_H_slope"] == pytest.approx(0.001)
+    assert row.features["epochs_since_fit"] == 20
+    assert row.features["log10_wd"] == 0.0 and row.features["log10_params"] == 3.0
+    assert row.excluded is None and row.group == "1000|wd=1"
+    assert "history ends" in feature_row(record, epoch=500)
+    early = _record("b", 1.0, 0, 0.02, grok_epoch=40)
+    assert "grokked at epoch 40" in feature_row(early, epoch=60).excluded
+
+
+def test_retention_label_sources():
+    assert retention_label({"retention": "retained"}) == (1, "record")
+    assert retention_label({"retention": "collapsed"}) == (0, "record")
+    stopped = _record("s", 1.0, 0, 0.02, grok_epoch=50, final_epoch=70, max_epochs=100)
+    assert retention_label(stopped)[0] is None
+
+
+def test_diagnostic_signal_beats_the_baselines():
+    rows, skipped = feature_table(_signal_records(), epoch=60)
+    assert skipped == [] and len(rows) == 36
+    flat = table_records(rows)
+    assert set(BASELINE_FEATURES) <= set(flat[0]) and flat[0]["grokked"] in (0, 1)
+    study = auc_study(rows, "grokked", n_bootstrap=200, n_estimators=50)
+    assert study["n"] == 36 and study["n_groups"] == 6
+    for model in ("random_forest", "logistic"):
+        with_diag = study["results"][model]["baseline+diagnostics"]["auc"]
+        base = study["results"][model]["baseline"]["auc"]
+        assert with_diag > 0.85, (model, with_diag)
+        assert base < 0.75, (model, base)
+        diff = study["differences"][model]
+        assert diff["diff"] > 0.2 and diff["ci"][0] > 0, (model, diff)
+        ci = study["results"][model]["baseline+diagnostics"]["auc_ci"]
+        assert ci[0] <= with_diag <= ci[1]
+    assert study["importances"] and max(study["importances"], key=study["importances"].get) in ("sigma_H", "sigma_H_slope")
+    retained = auc_study(rows, "retained", n_bootstrap=100, n_estimators=50)
+    assert retained["results"]["random_forest"]["diagnostics"]["auc"] > 0.85
+
+
+def test_degenerate_cases_are_undefined_not_numbers():
+    one_class = [_record(f"r{i}", [0.1, 1.0][i % 2], i, 0.02, grok_epoch=None) for i in range(8)]
+    rows, _ = feature_table(one_class, epoch=50)
+    study = auc_study(rows, "grokked", n_bootstrap=50, n_estimators=10)
+    assert is_undefined(study["undefined"]) and "one class" in study["undefined"]
+    assert all(is_undefined(v["auc"]) for m in study["results"].values() for v in m.values())
+    assert is_undefined(study["differences"]["logistic"]["diff"])
+
+    one_group = [_record(f"r{i}", 1.0, i, 0.02, grok_epoch=200 if i % 2 else None, final_epoch=300, max_epochs=300)
+                 for i in range(6)]
+    rows, _ = feature_table(one_group, epoch=50)
+    assert "group" in auc_study(rows, "grokked", n_bootstrap=50, n_estimators=10)["undefined"]
+
+    # grokked but stopped early: retention unobservable -> no run left for that target
+    stopped = [_record(f"r{i}", [0.1, 1.0][i % 2], i, 0.02, grok_epoch=80, final_epoch=100, max_epochs=300)
+               for i in range(6)]
+    rows, _ = feature_table(stopped, epoch=50)
+    retained = auc_study(rows, "retained", n_bootstrap=50, n_estimators=10)
+    assert retained["n"] == 0 and "no run" in retained["undefined"]
+    assert len(retained["dropped"]) == 6
+
+    X, y = np.zeros((4, 1)), np.array([0, 1, 0, 1])
+    proba, info = grouped_oof_predictions(X, y, ["a", "a", "b", "b"], n_splits=3)
+    assert proba is None and "2 groups < 3 folds" in info
+
+
+def test_bootstrap_with_too_few_two_class_resamples_gives_an_undefined_ci():
+    # two groups, each of one class: most group resamples hold one class only
+    records = [_record(f"a{i}", 0.1, i, 0.01) for i in range(3)] + \
+              [_record(f"b{i}", 1.0, i, 0.05, grok_epoch=200, final_epoch=300, max_epochs=300) for i in range(3)]
+    rows, _ = feature_table(records, epoch=50)
+    study = auc_study(rows, "grokked", feature_sets={"diagnostics": FEATURE_SETS["diagnostics"]},
+                      models=("logistic",), n_bootstrap=100, n_estimators=10, compare=("diagnostics", "diagnostics"),
+                      min_valid_fraction=0.9)  # about half of the resamples draw the same group twice
+    assert isinstance(study["results"]["logistic"]["diagnostics"]["auc"], float)
+    assert study["bootstrap_valid"] < 100
+    assert is_undefined(study["results"]["logistic"]["diagnostics"]["auc_ci"])
+
+
+def test_reproduce_predict_writes_its_outputs(tmp_path):
+    from reproduce.predict import analyse
+
+    records = _signal_records(n_wd=4, n_seeds=4)
+    summary = analyse(records, "smoke", tmp_path, epoch=60, slope_window=30, n_bootstrap=50, n_estimators=20,
+                      sources={"synthetic": len(records)})
+    for name in ("predict_auc.png", "features.csv", "summary.json", "rows.json", "NOTES.md"):
+        assert (tmp_path / name).is_file(), name
+    assert summary["n_runs"] == 16 and "underpowered" in summary["underpowered"]
+    import json
+
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [r["paper_value"] for r in rows[:2]] == [0.799, 0.678]
+    assert all(r["paper_value"] == 0.0 for r in rows[2:]) and len(rows) == 6
