@@ -11,9 +11,9 @@ AdamW lr 1e-3) on real modular-addition batches:
 Training steps only (evaluation is per member in both cases, every 10 epochs), timed
 alternately in one process (medians over ``--rounds``) so the ratios hold on a loaded machine. member-epochs/s = members x
 steps/s / steps-per-epoch (canonical: 4,705 training pairs / 512 = 10 steps). The estimate for
-the whole ``paper`` profile is its total member-epochs (every sweep file's ``paper`` grid times
-its horizon, all architectures priced as the canonical transformer) over the best measured
-throughput on this device.
+the whole ``paper`` profile is its total epochs (every sweep file's ``paper`` grid times its
+horizon), each weighted by its cost relative to a canonical epoch (parameters x training tokens),
+over the best canonical throughput measured on this device.
 
     python benchmarks/ensemble_throughput.py [--sizes 1 4 16 64] [--steps 3] [--rounds 3] [--device cpu|cuda]
 """
@@ -34,19 +34,48 @@ from grok_lightning.modules import GrokkingModule
 from grok_lightning.modules.ensemble import EnsembleModule
 
 
-def paper_member_epochs() -> tuple[int, int]:
-    """(runs, member-epochs) of every sweep file's ``paper`` profile."""
+def epoch_cost(config: dict) -> float:
+    """Training FLOPs of one epoch ~ parameters x training tokens (the 6 N T rule without the 6)."""
+    model = (config.get("model") or {}).get("init_args") or {}
+    data = (config.get("data") or {}).get("init_args") or {}
+    if "TianModule" in str((config.get("model") or {}).get("class_path", "")):
+        m, k = int(model.get("M", 71)), int(model.get("hidden", 2048))
+        return (2 * m * k + k * m) * round(float(data.get("train_fraction", 0.4)) * m * m)
+    from grok_lightning.models import build_model
+
+    p = int(data.get("p", 97))
+    kwargs = dict(model.get("arch_kwargs") or {})
+    arch = model.get("arch", "transformer")
+    if arch == "transformer":
+        kwargs.update({k: model[k] for k in ("d_model", "n_layers", "n_heads", "d_ff") if k in model})
+    with torch.device("meta"):
+        n_params = sum(t.numel() for t in build_model(arch, vocab_size=p + 1, n_classes=p, **kwargs).parameters())
+    return n_params * round(float(data.get("train_fraction", 0.5)) * p * p) * 3
+
+
+def paper_member_epochs() -> tuple[int, int, float]:
+    """(runs, member-epochs, canonical-equivalent epochs) of every sweep file's ``paper`` profile.
+
+    Canonical-equivalent: each run's epochs weighted by its epoch cost relative to the canonical
+    model's (Fig. 1's medium and large models cost 23x and 104x a canonical epoch).
+    """
     from grok_lightning.sweep.grid import load_sweep, max_epochs_of
 
+    canonical = epoch_cost({"model": {"init_args": {"d_model": 128, "n_layers": 4, "n_heads": 8, "d_ff": 512}},
+                            "data": {"init_args": {"p": 97, "train_fraction": 0.5}}})
     runs = epochs = 0
+    equivalent = 0.0
     for path in sorted((REPO / "configs" / "sweeps").glob("*.yaml")):
         try:
             specs = load_sweep(path, profile="paper").expand()
         except Exception:  # a sweep without a paper profile (tiny_test) or with derived inputs
             continue
         runs += len(specs)
-        epochs += sum(max_epochs_of(spec.config) or 0 for spec in specs)
-    return runs, epochs
+        for spec in specs:
+            n = max_epochs_of(spec.config) or 0
+            epochs += n
+            equivalent += n * epoch_cost(spec.config) / canonical
+    return runs, epochs, equivalent
 
 
 def build(n: int, device: str) -> tuple[list[GrokkingModule], list]:
@@ -123,12 +152,13 @@ def main() -> None:
                      "ensemble_member_epochs_per_s": round(ensemble_rate, 3), "ratio": round(ensemble_rate / separate_rate, 2)})
         print(f"E={n:3d}  separate {separate_rate:8.3f}  ensemble {ensemble_rate:8.3f} member-epochs/s  x{ensemble_rate / separate_rate:.2f}",
               flush=True)
-    runs, member_epochs = paper_member_epochs()
-    hours = member_epochs / best / 3600
-    print(f"paper profile: {runs} runs, {member_epochs:,} member-epochs -> {hours:,.0f} h on this {args.device} at {best:.2f}/s")
+    runs, member_epochs, equivalent = paper_member_epochs()
+    hours = equivalent / best / 3600
+    print(f"paper profile: {runs} runs, {member_epochs:,} member-epochs = {equivalent:,.0f} canonical-equivalent "
+          f"epochs -> {hours:,.0f} h on this {args.device} at {best:.2f} canonical member-epochs/s")
     print(json.dumps({"device": args.device, "threads": torch.get_num_threads(), "steps_per_epoch": steps_per_epoch,
                       "rows": rows, "paper_runs": runs, "paper_member_epochs": member_epochs,
-                      "paper_hours_at_best_rate": round(hours, 1)}))
+                      "paper_canonical_equivalent_epochs": round(equivalent), "paper_hours_at_best_rate": round(hours, 1)}))
 
 
 if __name__ == "__main__":
