@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	touch $@
 
-install: $(VENV)/.installed ## create .venv and install the package with dev extras
+install: $(VENV)/.installed ## create .venv and install the package with its extras (EXTRAS, default dev,predict,llc)
 
 test: install ## full test suite, including the slow real-training tests (what CI runs)
 	$(PY) -m pytest $(PYTEST_ARGS)
