@@ -34,9 +34,21 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int 
     from grok_lightning.sweep.grid import load_sweep
     from grok_lightning.sweep.launchers import run_sweep
 
-    run_sweep(SWEEPS / sweep_file, profile=profile, out=out / "sweep", workers=workers, extend=True)
-    wanted = {spec.run_id for spec in load_sweep(SWEEPS / sweep_file, profile=profile).expand()}
+    path = sweep_path(sweep_file)
+    run_sweep(path, profile=profile, out=out / "sweep", workers=workers, extend=True)
+    wanted = {spec.run_id for spec in load_sweep(path, profile=profile).expand()}
     return [record for _, record in iter_records(out / "sweep" / "runs") if record.get("run_id") in wanted]
+
+
+def sweep_path(sweep_file: str | Path) -> Path:
+    """A sweep file name under configs/sweeps/, or a path to a file (absolute, or relative to the
+    working directory, e.g. a derived ``reproduction/fig8/B/sweep_file.yaml``).
+
+    >>> sweep_path("canonical_wd.yaml") == SWEEPS / "canonical_wd.yaml"
+    True
+    """
+    path = Path(sweep_file)
+    return path if path.is_absolute() or path.is_file() else SWEEPS / sweep_file
 
 
 def describe(record: dict) -> str:

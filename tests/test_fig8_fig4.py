@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,3 +96,13 @@ def test_fig10_analyse_fits_each_architecture(tmp_path):
     rows = json.loads((tmp_path / "rows.json").read_text())
     assert {r["paper_value"] for r in rows} == {0.0511, None}  # mamba expand 2 has no paper value
     assert (tmp_path / "fig10_architectures.png").exists()
+
+
+def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, monkeypatch):
+    """`make reproduce-all` passes --out reproduction (relative): fig8's derived sweep files live there."""
+    from reproduce.common import SWEEPS, sweep_path
+
+    monkeypatch.chdir(tmp_path)
+    path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, Path("reproduction") / "fig8" / "B")
+    assert not path.is_absolute() and sweep_path(path).is_file() and sweep_path(path) == path
+    assert sweep_path("interventions.yaml") == SWEEPS / "interventions.yaml"
