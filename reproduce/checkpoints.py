@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from grok_lightning.models import ATTENTION_ARCHS, build_model
+from grok_lightning.modules.grokking import model_kwargs
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
 
 __all__ = ["analyse_checkpoint", "build_model_from_record", "checkpoint_files", "eval_split", "load_checkpoint",
@@ -49,11 +50,7 @@ def checkpoint_files(record: dict, runs_root: str | Path | None = None) -> dict[
 def build_model_from_record(record: dict) -> torch.nn.Module:
     """A fresh model of the run's architecture (the same construction as ``GrokkingModule``)."""
     m, d = record["config"]["model"], record["config"]["data"]
-    kwargs = dict(m.get("arch_kwargs") or {})
-    if m["arch"] == "transformer":
-        kwargs.update(d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], d_ff=m["d_ff"],
-                      init=m.get("init", "pytorch"))
-    return build_model(m["arch"], vocab_size=d["p"] + 1, n_classes=d["p"], **kwargs)
+    return build_model(m["arch"], vocab_size=d["p"] + 1, n_classes=d["p"], **model_kwargs(m))
 
 
 def load_checkpoint(record: dict, path: str | Path) -> tuple[torch.nn.Module, dict]:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["DecoderTransformer", "SCALES"]
+__all__ = ["ATTENTION_SCALES", "DecoderTransformer", "INITS", "NORM_POSITIONS", "SCALES"]
 
 #: the paper's named scales (layers, heads, d_model, d_ff)
 SCALES = {
@@ -28,10 +28,20 @@ SCALES = {
 }
 
 
+#: weight initialisations: module defaults, GPT-2's normal(0, 0.02), nn.MultiheadAttention's
+#: (xavier over the fused q/k/v matrix), xavier per q/k/v projection (variance 1/d_model)
+INITS = ("pytorch", "gpt", "mha", "xavier")
+#: attention-logit scales: 1/sqrt(d_head) (Vaswani et al.) or none
+ATTENTION_SCALES = ("inv_sqrt_d_head", "none")
+#: LayerNorm placement: before each sub-block (GPT-2) or after the residual sum (Vaswani et al.)
+NORM_POSITIONS = ("pre", "post")
+
+
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int):
+    def __init__(self, d_model: int, n_heads: int, attention_scale: str = "inv_sqrt_d_head"):
         super().__init__()
         self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.scale = 1.0 / math.sqrt(self.d_head) if attention_scale == "inv_sqrt_d_head" else 1.0
         # one fused projection; head h owns rows [h*d_head, (h+1)*d_head) of each of q, k, v
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
@@ -40,7 +50,7 @@ class CausalSelfAttention(nn.Module):
         B, T, D = x.shape
         q, k, v = self.qkv(x).split(D, dim=2)
         q, k, v = (t.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.d_head)
+        scores = (q @ k.transpose(-2, -1)) * self.scale
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
         attention = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)  # (B, H, T, T)
         y = (attention @ v).transpose(1, 2).reshape(B, T, D)
@@ -48,17 +58,22 @@ class CausalSelfAttention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, attention_scale: str, norm_position: str):
         super().__init__()
+        self.pre_norm = norm_position == "pre"
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads)
+        self.attn = CausalSelfAttention(d_model, n_heads, attention_scale)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        attended, attention = self.attn(self.ln1(x))
-        x = x + attended
-        return x + self.mlp(self.ln2(x)), attention
+        if self.pre_norm:
+            attended, attention = self.attn(self.ln1(x))
+            x = x + attended
+            return x + self.mlp(self.ln2(x)), attention
+        attended, attention = self.attn(x)
+        x = self.ln1(x + attended)
+        return self.ln2(x + self.mlp(x)), attention
 
 
 class DecoderTransformer(nn.Module):
@@ -69,7 +84,19 @@ class DecoderTransformer(nn.Module):
         n_classes: output classes (p).
         d_model, n_layers, n_heads, d_ff: width, depth, heads (must divide d_model), MLP width.
         max_len: positions in the learned positional embedding (3 for ``[a, b, =]``).
-        init: ``pytorch`` (module defaults) or ``gpt`` (normal(0, 0.02) weights, zero biases).
+        init: ``pytorch`` (module defaults: kaiming-uniform linears, normal(0, 1) embeddings),
+            ``gpt`` (normal(0, 0.02) weights and embeddings, zero biases) or ``mha``
+            (``nn.MultiheadAttention``'s: xavier-uniform over the fused q/k/v projection, zero
+            attention biases, module defaults elsewhere) or ``xavier`` (xavier-uniform on each
+            d x d q/k/v projection, i.e. variance 1/d_model as in Vaswani et al.; zero
+            attention biases). ``mha`` and ``xavier`` differ only in the q/k/v scale (2x
+            variance for ``xavier``), which sets the spread of the attention logits at init.
+        embedding_std: when set, token and positional embeddings are drawn from
+            normal(0, embedding_std) after ``init``; ``None`` keeps what ``init`` gave
+            (normal(0, 1) for ``pytorch``/``mha``/``xavier``, 0.02 for ``gpt``).
+        attention_scale: ``inv_sqrt_d_head`` (scores / sqrt(d_head)) or ``none``.
+        norm_position: ``pre`` (LayerNorm before each sub-block) or ``post`` (after each residual
+            sum); ``ln_f`` is kept in both, so the parameter count does not change.
 
     >>> model = DecoderTransformer(98, 97)
     >>> sum(p.numel() for p in model.parameters())
@@ -89,20 +116,35 @@ class DecoderTransformer(nn.Module):
         d_ff: int = 512,
         max_len: int = 3,
         init: str = "pytorch",
+        attention_scale: str = "inv_sqrt_d_head",
+        norm_position: str = "pre",
+        embedding_std: float | None = None,
     ):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        for name, value, allowed in (
+            ("init", init, INITS),
+            ("attention_scale", attention_scale, ATTENTION_SCALES),
+            ("norm_position", norm_position, NORM_POSITIONS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name}={value!r}: must be one of {', '.join(allowed)}")
         self.n_layers, self.n_heads = n_layers, n_heads
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.blocks = nn.ModuleList(
+            Block(d_model, n_heads, d_ff, attention_scale, norm_position) for _ in range(n_layers)
+        )
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n_classes)
         if init == "gpt":
             self.apply(_gpt_init)
-        elif init != "pytorch":
-            raise ValueError(f"init={init!r}: must be 'pytorch' or 'gpt'")
+        elif init in ("mha", "xavier"):
+            self.apply(_mha_init if init == "mha" else _xavier_init)
+        if embedding_std is not None:
+            for embedding in (self.token_embedding, self.position_embedding):
+                nn.init.normal_(embedding.weight, mean=0.0, std=embedding_std)
 
     def forward(self, tokens: torch.Tensor, return_attention: bool = False):
         positions = torch.arange(tokens.shape[1], device=tokens.device)
@@ -121,3 +163,19 @@ def _gpt_init(module: nn.Module) -> None:
         nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if getattr(module, "bias", None) is not None:
             nn.init.zeros_(module.bias)
+
+
+def _mha_init(module: nn.Module) -> None:
+    # what nn.MultiheadAttention.reset_parameters does to its packed in_proj and out_proj
+    if isinstance(module, CausalSelfAttention):
+        nn.init.xavier_uniform_(module.qkv.weight)
+        nn.init.zeros_(module.qkv.bias)
+        nn.init.zeros_(module.out.bias)
+
+
+def _xavier_init(module: nn.Module) -> None:
+    if isinstance(module, CausalSelfAttention):
+        for projection in module.qkv.weight.data.chunk(3, dim=0):  # q, k, v: each d x d
+            nn.init.xavier_uniform_(projection)
+        nn.init.zeros_(module.qkv.bias)
+        nn.init.zeros_(module.out.bias)

@@ -11,6 +11,8 @@ at epoch 0 and on that schedule; it returns plain floats that become one history
 
 from __future__ import annotations
 
+import math
+
 import lightning as L
 import torch
 from torch.nn import functional as F
@@ -18,8 +20,9 @@ from torch.nn import functional as F
 from grok_lightning.config import ConfigError, require, require_choice, validate_optimizer
 from grok_lightning.models import ATTENTION_ARCHS, available, build_model
 from grok_lightning.models.mamba import resolve_backend
+from grok_lightning.models.transformer import ATTENTION_SCALES, INITS, NORM_POSITIONS
 
-__all__ = ["GrokkingModule", "parameter_groups"]
+__all__ = ["GrokkingModule", "model_kwargs", "parameter_groups"]
 
 WEIGHT_DECAY_SCOPES = ("all", "matrices")
 
@@ -46,6 +49,24 @@ def parameter_groups(model: torch.nn.Module, weight_decay: float, scope: str) ->
     return groups
 
 
+def model_kwargs(hparams) -> dict:
+    """Builder keyword arguments from a GrokkingModule's hparams (a mapping or namespace): the
+    transformer's shape and initialisation, or a probe's ``arch_kwargs``. Checkpoint readers
+    rebuild the same model from a record's ``config.model`` with it."""
+    get = hparams.get if isinstance(hparams, dict) else lambda key, default=None: getattr(hparams, key, default)
+    kwargs = dict(get("arch_kwargs") or {})
+    if get("arch") == "transformer":
+        kwargs.update({key: get(key) for key in ("d_model", "n_layers", "n_heads", "d_ff")})
+        # older records lack the initialisation keys: they were trained with these defaults
+        kwargs.update(
+            init=get("init", "pytorch") or "pytorch",
+            attention_scale=get("attention_scale", "inv_sqrt_d_head") or "inv_sqrt_d_head",
+            norm_position=get("norm_position", "pre") or "pre",
+            embedding_std=get("embedding_std"),
+        )
+    return kwargs
+
+
 class GrokkingModule(L.LightningModule):
     """One sequence model x one modular-arithmetic task.
 
@@ -59,7 +80,14 @@ class GrokkingModule(L.LightningModule):
         weight_decay: decoupled AdamW weight decay lambda (the swept quantity).
         betas, eps: AdamW moments (default betas chosen by measurement, see docs/decisions.md).
         weight_decay_scope: ``all`` (default) or ``matrices``; see :func:`parameter_groups`.
-        init: ``pytorch`` default init or ``gpt`` (normal 0.02, zero bias).
+        init: transformer weight initialisation: ``pytorch`` (module defaults), ``gpt``
+            (normal 0.02, zero bias), ``mha`` (nn.MultiheadAttention's fused xavier q/k/v) or
+            ``xavier`` (xavier per q/k/v projection); see docs/decisions.md "Model at
+            initialisation" for what each gives.
+        attention_scale: ``inv_sqrt_d_head`` or ``none`` (attention-logit scale).
+        norm_position: ``pre`` (the paper's pre-LayerNorm) or ``post``.
+        embedding_std: redraw token and positional embeddings from normal(0, std) (``None``:
+            keep ``init``'s).
         eval_every: evaluate every this many epochs after the dense phase.
         eval_dense_until: evaluate every epoch up to and including this epoch.
         eval_batch_size: chunk size for evaluation forwards.
@@ -81,6 +109,9 @@ class GrokkingModule(L.LightningModule):
         eps: float = 1e-8,
         weight_decay_scope: str = "all",
         init: str = "pytorch",
+        attention_scale: str = "inv_sqrt_d_head",
+        norm_position: str = "pre",
+        embedding_std: float | None = None,
         eval_every: int = 10,
         eval_dense_until: int = 10,
         eval_batch_size: int = 8192,
@@ -90,7 +121,13 @@ class GrokkingModule(L.LightningModule):
         require_choice("model.arch", arch, available())
         validate_optimizer(lr, weight_decay)
         require_choice("model.weight_decay_scope", weight_decay_scope, WEIGHT_DECAY_SCOPES)
-        require_choice("model.init", init, ("pytorch", "gpt"))
+        require_choice("model.init", init, INITS)
+        require_choice("model.attention_scale", attention_scale, ATTENTION_SCALES)
+        require_choice("model.norm_position", norm_position, NORM_POSITIONS)
+        require(
+            embedding_std is None or (math.isfinite(embedding_std) and embedding_std > 0),
+            "model.embedding_std", embedding_std, "must be a finite number > 0 or null",
+        )
         if arch == "transformer":
             for name, value in dict(d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff).items():
                 require(isinstance(value, int) and value >= 1, f"model.{name}", value, "must be an integer >= 1")
@@ -117,10 +154,7 @@ class GrokkingModule(L.LightningModule):
 
     def _build(self, p: int) -> None:
         hp = self.hparams
-        kwargs = dict(hp.arch_kwargs or {})
-        if hp.arch == "transformer":
-            kwargs.update(d_model=hp.d_model, n_layers=hp.n_layers, n_heads=hp.n_heads, d_ff=hp.d_ff, init=hp.init)
-        self.model = build_model(hp.arch, vocab_size=p + 1, n_classes=p, **kwargs)
+        self.model = build_model(hp.arch, vocab_size=p + 1, n_classes=p, **model_kwargs(hp))
         self.modulus = p
         # the regime map (Fig. 1) places runs by model size
         self.record_extras["n_params"] = sum(t.numel() for t in self.model.parameters())
