@@ -29,8 +29,11 @@ from grok_lightning.modules.ensemble import EnsembleModule
 
 __all__ = ["MemberTrainer", "MemberCallbacks", "compatibility_key", "build_ensemble", "run_ensemble"]
 
-#: config entries members may differ in (dotted paths)
+#: config entries members may differ in (dotted paths). The transformer's ``init`` and
+#: ``embedding_std`` only change the starting weights (same parameter shapes, same forward), so
+#: initialisation variants of one shape can share an ensemble.
 MEMBER_KEYS = ("seed_everything", "model.init_args.weight_decay", "model.init_args.eta", "model.init_args.init_seed",
+               "model.init_args.init", "model.init_args.embedding_std",
                "run.name", "run.run_id", "run.record_path", "trainer.logger.init_args.version",
                "trainer.logger.init_args.name", "trainer.logger.init_args.save_dir", "data.init_args.seed")
 
@@ -95,9 +98,9 @@ class MemberTrainer:
             self._ensemble.finish(self._e)
 
     def log_step_loss(self, value: float) -> None:
-        step = self._trainer.global_step
-        if self.logger is not None and step % max(1, self._trainer.log_every_n_steps) == 0:
-            self.logger.log_metrics({"train/step_loss": value}, step=step)
+        """The member's loss of this step, kept where its own ``training_step`` keeps it, so its
+        callbacks log the per-epoch mean/max (and opt-in per-step values) as for a separate run."""
+        self._ensemble.members[self._e].train_step_losses.append(value)
 
 
 class MemberCallbacks(Callback):
@@ -197,7 +200,8 @@ def build_ensemble(configs: list[dict], root: str | Path, checkpoint_every: int 
     """``(trainer, ensemble, train_loaders)`` for ``configs``; see :func:`run_ensemble`."""
     keys = {compatibility_key(c) for c in configs}
     if len(keys) != 1:
-        raise ConfigError("ensemble members differ in more than seed and weight decay: run them separately")
+        raise ConfigError("ensemble members differ in more than seed, weight decay and initialisation: "
+                          "run them separately")
     parts = [build_member(c) for c in configs]
     ensemble = EnsembleModule([p["module"] for p in parts], vectorize=vectorize)
     ensemble.member_parts = parts
@@ -228,5 +232,6 @@ def run_ensemble(configs: list[dict], root: str | Path, ckpt_path: str | None = 
     finally:
         import torch
 
-        torch.set_flush_denormal(False)  # process-global CPU state (run settings): do not leak it
+        torch.set_flush_denormal(False)  # process-global state (run settings): do not leak it
+        torch.set_float32_matmul_precision("highest")
     return [next(c for c in p["callbacks"] if hasattr(c, "record")).record for p in ensemble.member_parts]

@@ -19,10 +19,16 @@ import torch
 from lightning.pytorch import LightningDataModule, LightningModule
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
+from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
+from grok_lightning.config import ConfigError, validate_run_config
+from grok_lightning.config import require_choice
 
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
+
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 @dataclass
@@ -38,6 +44,10 @@ class RunSettings:
         flush_denormal: ``torch.set_flush_denormal(True)``: measured faster on CPU (README).
         threads: torch intra-op threads (``None`` keeps torch's default).
         diagnostics: attach :class:`AttentionDiagnostics` (``--diagnostics.*`` configures it).
+        matmul_precision: ``torch.set_float32_matmul_precision``: ``highest`` (true FP32, the
+            default), ``high`` (TF32 tensor cores on Ampere and later) or ``medium`` (bf16
+            products). Opt-in: docs/performance.md says what it changes and when it may be used.
+            bf16 autocast is Lightning's own ``--trainer.precision bf16-mixed``.
     """
 
     profile: str = "custom"
@@ -48,6 +58,7 @@ class RunSettings:
     flush_denormal: bool = True
     threads: int | None = None
     diagnostics: bool = True
+    matmul_precision: str = "highest"
 
 
 class GrokCLI(LightningCLI):
@@ -60,6 +71,11 @@ class GrokCLI(LightningCLI):
         kwargs.setdefault("auto_configure_optimizers", False)
         super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
 
+    def init_parser(self, **kwargs):
+        # no abbreviations: `--trainer.max_epoch 3` is a typo to report, not `max_epochs`
+        kwargs.setdefault("allow_abbrev", False)
+        return super().init_parser(**kwargs)
+
     def add_arguments_to_parser(self, parser) -> None:
         parser.add_class_arguments(RunSettings, "run")
         parser.add_class_arguments(GrokDetector, "grok")
@@ -69,12 +85,40 @@ class GrokCLI(LightningCLI):
         config = self.config.get(self.subcommand) if self.subcommand else self.config
         return dict(config.get(name) or {})
 
+    def before_instantiate_classes(self) -> None:
+        config = self.config.get(self.subcommand) if self.subcommand else self.config
+        validate_run_config(config.as_dict() if hasattr(config, "as_dict") else dict(config))
+
+    def _parse_ckpt_path(self) -> None:
+        # LightningCLI reads the hyperparameters of --ckpt_path here, before anything else runs:
+        # a missing or unusable file is one line now, not a traceback
+        subcommand = self.config.get("subcommand")
+        if subcommand:
+            check_ckpt_path(self.config[subcommand].get("ckpt_path"), resume=subcommand == "fit")
+        with safe_globals():
+            super()._parse_ckpt_path()
+
+    # the subcommands: checkpoints are loaded with weights_only=True (grok_lightning.checkpoint_io)
+    def fit(self, **kwargs):
+        trainer_call(self.trainer.fit, **kwargs)
+
+    def validate(self, **kwargs):
+        trainer_call(self.trainer.validate, **kwargs)
+
+    def test(self, **kwargs):
+        trainer_call(self.trainer.test, **kwargs)
+
+    def predict(self, **kwargs):
+        trainer_call(self.trainer.predict, **kwargs)
+
     def instantiate_trainer(self, **kwargs):
         run = RunSettings(**self._section("run"))
         if run.flush_denormal:
             torch.set_flush_denormal(True)
         if run.threads:
             torch.set_num_threads(run.threads)
+        require_choice("run.matmul_precision", run.matmul_precision, MATMUL_PRECISIONS)
+        torch.set_float32_matmul_precision(run.matmul_precision)
         grok = self._section("grok")
         # callbacks listed under trainer.callbacks in the YAML (already instantiated) keep their
         # place between the package's callbacks and the recorder
@@ -101,7 +145,11 @@ class GrokCLI(LightningCLI):
             )
         else:  # otherwise Lightning adds its default ModelCheckpoint, which saves every epoch
             kwargs["enable_checkpointing"] = False
-        return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+        try:
+            return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+        except (ValueError, MisconfigurationException) as err:  # Trainer's own argument checks
+            lines = str(err).strip().splitlines() or [type(err).__name__]
+            raise ConfigError(f"trainer: {lines[0]}") from None
 
 
 def run_config(config: dict, ckpt_path: str | None = None) -> dict:
@@ -114,8 +162,9 @@ def run_config(config: dict, ckpt_path: str | None = None) -> dict:
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
         cli = GrokCLI(args=config, run=False, parser_kwargs={"exit_on_error": False})
     try:
-        cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+        trainer_call(cli.trainer.fit, cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     finally:
-        torch.set_flush_denormal(False)  # process-global CPU state: do not leak it to the caller
+        torch.set_flush_denormal(False)  # process-global state: do not leak it to the caller
+        torch.set_float32_matmul_precision("highest")
     recorder = next(c for c in cli.trainer.callbacks if isinstance(c, RunRecorder))
     return recorder.record
