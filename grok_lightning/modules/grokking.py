@@ -144,6 +144,7 @@ class GrokkingModule(L.LightningModule):
         self.diverged_epoch: int | None = None
         self.excluded_reason: str | None = None  # set by intervention callbacks (status 'excluded')
         self.record_extras: dict = {}
+        self.train_step_losses: list[torch.Tensor] = []  # this epoch's step losses (see training_step)
         if modulus is not None:
             self._build(modulus)
 
@@ -180,6 +181,9 @@ class GrokkingModule(L.LightningModule):
         return torch.optim.AdamW(groups, lr=hp.lr, betas=tuple(hp.betas), eps=hp.eps)
 
     # --- training -----------------------------------------------------------------------
+    def on_train_epoch_start(self) -> None:
+        self.train_step_losses = []
+
     def forward(self, tokens: torch.Tensor, return_attention: bool = False):
         if return_attention and not self.has_attention:
             raise ValueError(f"return_attention=True: model.arch={self.hparams.arch!r} has no attention")
@@ -198,7 +202,10 @@ class GrokkingModule(L.LightningModule):
             self.diverged_epoch = self.current_epoch + 1
             self.trainer.should_stop = True
             return None
-        self.log("train/step_loss", loss, on_step=True, on_epoch=False, prog_bar=True)
+        # kept for ScheduledEvaluation's per-epoch mean/max; the progress bar shows it, the
+        # logger does not (Lightning's self.log would plot it against steps, next to an `epoch` card)
+        self.train_step_losses.append(loss.detach())
+        self.log("loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False)
         return loss
 
     # --- evaluation ---------------------------------------------------------------------

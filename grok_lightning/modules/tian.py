@@ -100,6 +100,7 @@ class TianModule(L.LightningModule):
                 self.model = TwoLayerNet(2 * M, d_out=M, hidden=hidden, activation=activation)
         self.record_extras: dict = {}
         self.diverged_epoch: int | None = None
+        self.train_step_losses: list[torch.Tensor] = []  # this epoch's step losses
         self._splits: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
         self._one_hot: dict | None = None  # per split: the two one-hot columns of each row, or None
         self._train_columns: tuple | None = None  # (training batch, its one-hot columns or None)
@@ -133,6 +134,9 @@ class TianModule(L.LightningModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.model(x)
 
+    def on_train_epoch_start(self) -> None:
+        self.train_step_losses = []
+
     def configure_optimizers(self):
         return torch.optim.Adam(self.model.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.eta)
 
@@ -152,7 +156,7 @@ class TianModule(L.LightningModule):
             self.diverged_epoch = self.current_epoch + 1
             self.trainer.should_stop = True
             return None
-        self.log("train/step_loss", loss, on_step=True, on_epoch=False)
+        self.train_step_losses.append(loss.detach())  # logged per epoch by ScheduledEvaluation
         return loss
 
     # --- evaluation ---------------------------------------------------------------------
