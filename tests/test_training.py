@@ -56,7 +56,7 @@ def test_record_schema_and_tensorboard_files(tiny):
 
     events = EventAccumulator(str(log_dir)).Reload()
     tags = events.Tags()["scalars"]
-    assert {"accuracy/test", "loss/train", "weights/norm_total", "hp/grok_epoch"} <= set(tags)
+    assert {"accuracy/test", "loss/train", "weights/norm_total", "hp/final_test_acc"} <= set(tags)
     assert [e.step for e in events.Scalars("accuracy/test")] == [0, 1, 2, 4], "x axis is epochs"
 
 

@@ -6,8 +6,11 @@ with its epoch), ``excluded`` (non-finite after an intervention, with the reason
 traceback). Its state (the record so far and the elapsed wall time) is saved in checkpoints, so a
 resumed run continues the same history instead of starting a second one.
 
-It also logs the flattened run configuration as TensorBoard hparams with the run's outcome
-(``hp/grok_epoch``, ``hp/final_test_acc``, ...) so runs can be compared in the HPARAMS tab.
+It also fills TensorBoard's HPARAMS tab: a short curated set of settings at fit start
+(:func:`~grok_lightning.callbacks.dashboard.curated_hparams`; the full configuration is in
+``config.yaml`` and the record) and the run's outcome (``hp/grok_epoch``, ``hp/final_test_acc``,
+...) once, when the run ends, at the last evaluated epoch. No placeholder is written before
+that, so no chart draws a ramp from a fake value.
 """
 
 from __future__ import annotations
@@ -23,29 +26,12 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 import grok_lightning
-from grok_lightning.records import RECORD_NAME, append_history, new_record, write_json_atomic
+from grok_lightning.callbacks.dashboard import curated_hparams, log_hparams, log_scalars
+from grok_lightning.records import RECORD_NAME, append_history, load_record, new_record, write_json_atomic
 
-__all__ = ["RunRecorder", "flatten"]
+__all__ = ["RunRecorder"]
 
 HP_METRICS = ("grok_epoch", "final_test_acc", "final_train_acc", "final_test_loss")
-
-
-def flatten(tree: dict, prefix: str = "") -> dict:
-    """Nested dict -> ``{"a/b": scalar}``; lists and other objects become strings.
-
-    >>> flatten({"model": {"lr": 0.001, "betas": [0.9, 0.98]}, "seed": 0})
-    {'model/lr': 0.001, 'model/betas': '[0.9, 0.98]', 'seed': 0}
-    """
-    flat = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, prefix=f"{name}/"))
-        elif isinstance(value, (int, float, str, bool)) or value is None:
-            flat[name] = "null" if value is None else value
-        else:
-            flat[name] = str(list(value)) if isinstance(value, tuple) else str(value)
-    return flat
 
 
 def _plain(hparams) -> dict:
@@ -57,6 +43,15 @@ def _plain(hparams) -> dict:
             continue
         plain[key.lstrip("_")] = list(value) if isinstance(value, tuple) else value
     return plain
+
+
+def _final_epoch_on_disk(path: Path) -> int | None:
+    """``final_epoch`` of the record at ``path`` if it is one of an ended run, else None."""
+    try:
+        record = load_record(path)
+    except (OSError, ValueError):
+        return None
+    return record.get("final_epoch") if record["status"] in ("completed", "diverged", "excluded") else None
 
 
 class RunRecorder(Callback):
@@ -86,6 +81,7 @@ class RunRecorder(Callback):
         self._elapsed_before = 0.0
         self._t0 = time.time()
         self._evals = 0
+        self._outcome_logged_at: int | None = None  # final epoch whose hp/* points TensorBoard has
 
     # --- helpers --------------------------------------------------------------------------
     def _config(self, trainer: Trainer, pl_module: LightningModule) -> dict:
@@ -127,8 +123,9 @@ class RunRecorder(Callback):
                 "device": str(pl_module.device),
                 "torch_threads": torch.get_num_threads(),
             }
-            if trainer.logger is not None:
-                trainer.logger.log_hyperparams(flatten(config), {f"hp/{k}": -1.0 for k in HP_METRICS})
+            log_hparams(trainer, curated_hparams(config), tuple(f"hp/{k}" for k in HP_METRICS))
+        else:  # resumed: a run whose record already says it ended has its hp/* points
+            self._outcome_logged_at = _final_epoch_on_disk(self.path(trainer))
         self.record["status"] = "running"
         self.write(trainer)
 
@@ -158,9 +155,11 @@ class RunRecorder(Callback):
         elif record["status"] == "running":
             record["status"] = "completed"
         self.write(trainer)
-        if trainer.logger is not None:
-            values = {f"hp/{k}": float(record[k]) if record.get(k) is not None else -1.0 for k in HP_METRICS}
-            trainer.logger.log_metrics(values, step=record["final_epoch"] or 0)
+        # once, at the last evaluated epoch; a run that never grokked has no hp/grok_epoch point
+        if record.get("final_epoch") != self._outcome_logged_at:
+            values = {f"hp/{k}": float(record[k]) for k in HP_METRICS if record.get(k) is not None}
+            log_scalars(trainer, values, record.get("final_epoch") or 0)
+            self._outcome_logged_at = record.get("final_epoch")
 
     def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
         if self.record is None:
