@@ -5,8 +5,11 @@ collected by the module's own evaluation forward, so no extra forward pass is pa
 s_bar (``mean_similarity``), sigma_H (``entropy_std``), entropy mean and range, the spectral gap
 and PR_norm (both normalisations) with :class:`~grok_lightning.metrics.AttentionStatistics`.
 Layer means go to the record's history and to TensorBoard as ``diag/<name>``; per-layer values
-as ``diag_layer_<k>/<name>`` (one TensorBoard section per layer). Every
-``image_every`` evaluations it logs each layer's H x H head-cosine matrix as an image.
+as ``diag_layer_<k>/<name>`` (one TensorBoard section per layer). It logs each layer's H x H
+head-cosine matrix as an image (``head_cosine/layer_<k>``, a labelled heat map with a colour bar
+on a fixed scale) every ``image_every`` evaluations, and always at t_grok and at the last
+evaluated epoch: the matrix after grokking is the one the paper is about, and a cadence alone
+can miss it.
 
 On architectures without attention (MLP, LSTM, Mamba), or any module without ``has_attention``,
 it computes nothing: it records that attention metrics are undefined for that architecture
@@ -20,27 +23,11 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_info
 
-from grok_lightning.metrics import AttentionStatistics, head_cosine_matrix
+from grok_lightning.callbacks.dashboard import head_cosine_png, log_image
+from grok_lightning.metrics import AttentionStatistics
+from grok_lightning.metrics.functional import _cosine_from_gram
 
-__all__ = ["AttentionDiagnostics", "cosine_image"]
-
-
-def cosine_image(matrix: torch.Tensor, pixels_per_head: int = 16, vmin: float = 0.5) -> torch.Tensor:
-    """(H, H) cosine matrix -> (3, H*px, H*px) viridis image for TensorBoard.
-
-    The colour scale is fixed at [vmin, 1] (default [0.5, 1]) so images compare across epochs
-    and runs: head cosines of attention probabilities live in about [0.7, 1] here, and a [0, 1]
-    scale painted every matrix the same yellow-green. Values below ``vmin`` saturate dark.
-
-    >>> cosine_image(torch.eye(2), pixels_per_head=4).shape
-    torch.Size([3, 8, 8])
-    """
-    from matplotlib import colormaps
-
-    values = ((matrix.detach().double() - vmin) / (1 - vmin)).clamp(0, 1).cpu().numpy()
-    rgb = torch.from_numpy(colormaps["viridis"](values)[..., :3]).float()  # (H, H, 3)
-    rgb = rgb.repeat_interleave(pixels_per_head, 0).repeat_interleave(pixels_per_head, 1)
-    return rgb.permute(2, 0, 1)
+__all__ = ["AttentionDiagnostics"]
 
 
 class AttentionDiagnostics(Callback):
@@ -49,13 +36,16 @@ class AttentionDiagnostics(Callback):
     Args:
         every: compute at every ``every``-th evaluation (1 = the paper's cadence).
         per_layer: also log and record ``layer_<k>/<name>`` values.
-        image_every: log the head-cosine matrices every this many evaluations (0 disables).
+        image_every: log the head-cosine matrices every this many evaluations, and at t_grok
+            and the last evaluated epoch (0 disables all images).
     """
 
     def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10):
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
         self.n_evaluations = 0
+        self.imaged_epochs: list[int] = []  # epochs that already have images
         self._noted = False  # the "no attention" note is logged once
+        self._latest: tuple[int, torch.Tensor] | None = None  # (epoch, (L, H, H) cosines) not yet imaged
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         has_attention = bool(getattr(pl_module, "has_attention", False))
@@ -84,19 +74,33 @@ class AttentionDiagnostics(Callback):
             if self.per_layer:
                 for layer, value in enumerate(per_layer.reshape(-1).tolist()):
                     metrics[f"layer_{layer}/{name}"] = value
-        if self.image_every and (self.n_evaluations - 1) % self.image_every == 0:
-            self._log_images(trainer, attentions, epoch)
         pl_module.last_attentions = None
-
-    def _log_images(self, trainer: Trainer, attentions: list[torch.Tensor], epoch: int) -> None:
-        experiment = getattr(trainer.logger, "experiment", None)
-        if experiment is None or not hasattr(experiment, "add_image"):
+        if not self.image_every:
             return
-        for layer, matrix in enumerate(head_cosine_matrix(attentions)):
-            experiment.add_image(f"head_cosine/layer_{layer}", cosine_image(matrix), global_step=epoch)
+        # the cosines behind s_bar, from the Gram the statistics already hold (no second pass)
+        cosines = _cosine_from_gram(statistics.gram, statistics.eps).cpu()
+        grok_epoch = getattr(pl_module, "record_extras", {}).get("grok_epoch")  # set by GrokDetector, which runs first
+        if (self.n_evaluations - 1) % self.image_every == 0 or grok_epoch == epoch:
+            self._log_images(trainer, cosines, epoch, " (t_grok)" if grok_epoch == epoch else "")
+        else:
+            self._latest = (epoch, cosines)  # imaged at fit end if it turns out to be the last
+
+    def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._latest is not None:  # whatever stopped the run (horizon, extra_epochs, a callback)
+            self._log_images(trainer, self._latest[1], self._latest[0], " (final)")
+
+    def _log_images(self, trainer: Trainer, cosines: torch.Tensor, epoch: int, note: str) -> None:
+        self._latest = None
+        if epoch in self.imaged_epochs:
+            return
+        self.imaged_epochs.append(epoch)
+        for layer, matrix in enumerate(cosines):
+            png, size = head_cosine_png(matrix, layer, epoch, note)
+            log_image(trainer, f"head_cosine/layer_{layer}", png, size, epoch)
 
     def state_dict(self) -> dict:
-        return {"n_evaluations": self.n_evaluations}
+        return {"n_evaluations": self.n_evaluations, "imaged_epochs": list(self.imaged_epochs)}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.n_evaluations = state_dict.get("n_evaluations", 0)
+        self.imaged_epochs = list(state_dict.get("imaged_epochs", []))
