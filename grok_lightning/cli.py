@@ -3,7 +3,9 @@
 ``fit`` / ``validate`` and the other LightningCLI subcommands go to :class:`GrokCLI`;
 ``sweep``, ``analyze`` and ``report`` are this package's own verbs. A configuration error is
 printed as one line (``error: field=value: allowed values``) with exit status 2, before any
-training starts.
+training starts. That includes the parser's own errors (unknown key, wrong type, a missing or
+malformed config file), which jsonargparse would print after its full usage text: the line names
+the key or file and what was expected, with a pointer to ``--help``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from grok_lightning.config import ConfigError
 
 PACKAGE_VERBS = {}  # verb -> callable(argv) registered by the sweep/analyze/report modules
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
 
 
 def _package_verbs() -> dict:
@@ -32,6 +35,44 @@ def _package_verbs() -> dict:
     return verbs
 
 
+def check_config_files(argv: list[str]) -> None:
+    """Every ``--config FILE`` exists and holds a YAML mapping (else one line naming the file).
+
+    Values that are inline configs (``--config '{trainer: {max_epochs: 5}}'``) are left to the
+    parser."""
+    from grok_lightning.config import read_yaml
+
+    for i, arg in enumerate(argv):
+        if arg in ("-c", "--config") and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        else:
+            continue
+        if path.lstrip().startswith(("{", "[")) or "\n" in path:
+            continue
+        data = read_yaml(path, "--config")
+        if not isinstance(data, dict):
+            found = "an empty file" if data is None else f"a YAML {type(data).__name__}"
+            raise ConfigError(f"--config {path}: {found}; expected a mapping of keys (model:, data:, trainer:, ...)")
+
+
+def _run_lightning(argv: list[str], from_shell: bool) -> None:
+    from jsonargparse import ArgumentError
+
+    from grok_lightning.run import GrokCLI
+
+    check_config_files(argv)
+    kwargs = {"parser_kwargs": {"exit_on_error": False}}  # errors come back here, not as usage text
+    try:
+        GrokCLI(**kwargs) if from_shell else GrokCLI(args=argv, **kwargs)
+    except ArgumentError as err:
+        from grok_lightning.config import parser_error_line
+
+        command = f"grok-lightning {argv[0]}" if argv and argv[0] in SUBCOMMANDS else "grok-lightning"
+        raise ConfigError(f"{parser_error_line(str(err))} (see: {command} --help)") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     from_shell = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -39,9 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in verbs:
             return int(verbs[argv[0]](argv[1:]) or 0)
-        from grok_lightning.run import GrokCLI
-
-        GrokCLI() if from_shell else GrokCLI(args=argv)
+        _run_lightning(argv, from_shell)
         return 0
     except Exception as err:  # jsonargparse wraps our ConfigError while instantiating classes
         config_error = _find_config_error(err)

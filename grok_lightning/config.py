@@ -7,6 +7,11 @@ prints that one line (no traceback) and exits with status 2.
 
 from __future__ import annotations
 
+import argparse
+import math
+import sys
+import re
+from pathlib import Path
 from typing import Any, Iterable
 
 OPERATIONS = ("add", "sub", "mul", "div")
@@ -14,6 +19,15 @@ OPERATIONS = ("add", "sub", "mul", "div")
 
 class ConfigError(ValueError):
     """A configuration value is invalid. ``str(err)`` is the one line shown to the user."""
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse with the package's error format: one ``error:`` line and a ``--help`` hint,
+    exit status 2 (argparse's default prints the whole usage first)."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"error: {message} (see: {self.prog} --help)\n")
+        sys.exit(2)
 
 
 def is_prime(n: int) -> bool:
@@ -56,8 +70,15 @@ def validate_modular_task(p: int, operation: str, train_fraction: float, prefix:
     )
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def validate_optimizer(lr: float, weight_decay: float, prefix: str = "model") -> None:
+    # an infinite lr or weight decay "trains" into NaN at once and is then recorded as a diverged run
+    require(_finite(lr), f"{prefix}.lr", lr, "must be a finite number")
     require(lr > 0, f"{prefix}.lr", lr, "must be > 0")
+    require(_finite(weight_decay), f"{prefix}.weight_decay", weight_decay, "must be a finite number")
     require(weight_decay >= 0, f"{prefix}.weight_decay", weight_decay, "must be >= 0")
 
 
@@ -66,3 +87,98 @@ def validate_positive_ints(prefix: str = "model", **values: int) -> None:
         require(
             isinstance(value, int) and value >= 1, f"{prefix}.{name}", value, "must be an integer >= 1"
         )
+
+
+def validate_run_config(config: dict) -> None:
+    """Checks on a resolved run config (sections ``model``, ``trainer``...) that no class makes.
+
+    ``trainer.max_epochs``: Lightning reads -1 as "no limit" (a run that never ends, and in a
+    sweep never checkpoints) and 0 as "done" (a ``completed`` record with an empty history,
+    which the analysis would count as a run that did not grok). The optimizer numbers are
+    checked here too, so a sweep refuses them before any run starts.
+    """
+    max_epochs = (config.get("trainer") or {}).get("max_epochs")
+    require(max_epochs is None or (isinstance(max_epochs, int) and not isinstance(max_epochs, bool) and max_epochs >= 1),
+            "trainer.max_epochs", max_epochs, "must be an integer >= 1")
+    model = (config.get("model") or {})
+    init_args = model.get("init_args") if isinstance(model.get("init_args"), dict) else {}
+    for name in ("lr", "weight_decay", "eta"):
+        value = init_args.get(name)
+        if isinstance(value, float):
+            require(math.isfinite(value), f"model.{name}", value, "must be a finite number")
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """``yaml.safe_load`` of a file; a missing file or bad YAML is a one-line ``ConfigError``
+    naming the file (and the line and column of a syntax error)."""
+    import yaml
+
+    try:
+        with open(path) as handle:
+            return yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {path}: is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path}: not a text file") from None
+    except yaml.YAMLError as err:
+        where = getattr(err, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{what} {path}: not valid YAML{at}: {problem}") from None
+
+
+# --- jsonargparse's errors as one line --------------------------------------------------------
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+               "NoneType": "null", "dict": "a mapping", "list": "a list"}
+
+
+def parser_error_line(message: str) -> str:
+    r"""The informative line of a (multi-line) jsonargparse error: the key or file, and what was
+    expected.
+
+    >>> parser_error_line('Parser key "run.threads":\n  Errors:\n  - Expected a <class \'int\'>\n'
+    ...                   '  - Expected a <class \'NoneType\'>\n  Given value: x')
+    "run.threads='x': expected an integer or null"
+    >>> parser_error_line('Parser key "model":\n - Problem with given class_path \'a.B\':\n  Option \'foo\' is not accepted')
+    "model.foo: unknown key (B has no argument 'foo')"
+    """
+    text = str(message).strip()
+    lines = [line.strip().lstrip("- ").strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else "invalid configuration"
+    key = ".".join(re.findall(r'Parser key "([^"]+)"', text))
+    klass = re.search(r"Problem with given class_path '([^']+)'", text)
+    owner = klass.group(1).rpartition(".")[2] if klass else None
+    match = re.search(r"File does not exist: '([^']+)'", text)
+    if match:
+        return f"--{key or 'config'} {match.group(1)}: no such file"
+    match = re.search(r"Option '([^']+)' is not accepted", text)
+    if match:
+        name = match.group(1)
+        return f"{key}.{name}: unknown key" + (f" ({owner} has no argument {name!r})" if owner else "")
+    match = re.search(r"does not accept option '([^']+)'", text)
+    if match:
+        return f"{match.group(1)}: unknown key"
+    match = re.match(r"unrecognized arguments: (.+)", first)
+    if match:
+        return f"{match.group(1).split()[0]}: unknown option (given: {match.group(1)})"
+    match = re.search(r"Import path (\S+) does not correspond to a subclass of (\w+)", text)
+    if match:
+        return f"{key}.class_path={match.group(1)!r}: not a {match.group(2)} subclass"
+    match = re.search(r"Problem with given class_path '([^']+)':\s*\n\s*(.+)", text)
+    if match and "Parser key" not in match.group(2) and "Option" not in match.group(2):
+        return f"{key}.class_path={match.group(1)!r}: cannot import it ({match.group(2).strip()})"
+    inner = re.search(r"Expected an? <class '(\w+)'>\. Got value: (.*)", text)
+    if inner:  # the innermost failure; the outer union's alternatives (e.g. null) do not apply
+        return f"{key}={inner.group(2).strip()!r}: expected {_TYPE_WORDS.get(inner.group(1), inner.group(1))}"
+    expected = list(dict.fromkeys(re.findall(r"Expected an? <class '(\w+)'>", text)))
+    if expected:
+        given = re.search(r"Given value: (.*)", text)
+        words = " or ".join(_TYPE_WORDS.get(t, t) for t in expected)
+        return f"{key}={given.group(1).strip()!r}: expected {words}" if given else f"{key}: expected {words}"
+    if first.startswith("Unexpected config:"):
+        return "a config file is empty or not a YAML mapping of keys"
+    if first.startswith("Problems parsing config:"):
+        return f"a config is not valid YAML: {first.split(':', 1)[1].strip()}"
+    return f"{key}: {first}" if key and not first.startswith("Parser key") else first

@@ -24,6 +24,7 @@ import lightning as L
 from lightning.pytorch import Callback
 from lightning.pytorch.callbacks import ModelCheckpoint, ModelSummary, ProgressBar
 
+from grok_lightning.checkpoint_io import trainer_call
 from grok_lightning.config import ConfigError
 from grok_lightning.modules.ensemble import EnsembleModule
 
@@ -228,7 +229,7 @@ def run_ensemble(configs: list[dict], root: str | Path, ckpt_path: str | None = 
     """
     trainer, ensemble, loaders = build_ensemble(configs, root, checkpoint_every, vectorize)
     try:
-        trainer.fit(ensemble, train_dataloaders=loaders, ckpt_path=ckpt_path)
+        trainer_call(trainer.fit, ensemble, train_dataloaders=loaders, ckpt_path=ckpt_path)  # weights_only=True
     finally:
         import torch
 

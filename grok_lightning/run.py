@@ -4,9 +4,10 @@ This is the only place that wires those together. ``grok-lightning fit`` (the Li
 and every sweep launcher go through :class:`GrokCLI`, so a run behaves the same wherever it runs.
 
 What is always attached, in this order (the order matters for ``on_evaluation_end``):
-``ScheduledEvaluation`` -> ``GrokDetector`` -> ``AttentionDiagnostics`` (GrokkingModule) -> user
-callbacks (interventions, detectors) -> ``RunRecorder`` -> ``ModelCheckpoint`` (``last.ckpt`` every
-``run.checkpoint_every`` epochs, for resuming).
+``ScheduledEvaluation`` -> ``GrokDetector`` -> ``StopState`` -> ``AttentionDiagnostics``
+(GrokkingModule) -> user callbacks (interventions, detectors) -> ``RunRecorder`` ->
+``ModelCheckpoint`` (``last.ckpt`` every ``run.checkpoint_every`` epochs, for resuming).
+Checkpoints are read with ``weights_only=True`` only (:mod:`grok_lightning.checkpoint_io`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
+from grok_lightning.callbacks.grok import StopState
 from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
 from grok_lightning.config import ConfigError, validate_run_config
 from grok_lightning.config import require_choice
@@ -126,7 +128,7 @@ class GrokCLI(LightningCLI):
         if not isinstance(configured, list):
             configured = [configured]
         extra = list(configured) + list(kwargs.pop("callbacks", None) or [])
-        callbacks = [ScheduledEvaluation(), GrokDetector(**grok)]
+        callbacks = [ScheduledEvaluation(), GrokDetector(**grok), StopState()]
         if run.diagnostics and hasattr(self.model, "has_attention"):
             callbacks.append(AttentionDiagnostics(**self._section("diagnostics")))
         callbacks += list(extra)

@@ -61,7 +61,7 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
     from grok_lightning.records import RECORD_NAME
     from grok_lightning.records import FINAL_STATUSES
     from grok_lightning.sweep.worker import (
-        LOG_FILE, _checkpoint_usable, _clean, _output_to, _read, _summary, error_line, mark_failed,
+        LOG_FILE, _clean, _output_to, _read, _summary, checkpoint_to_resume, error_line, mark_failed,
     )
 
     ensemble_dir = Path(task["run_dir"])
@@ -76,9 +76,9 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
     if not todo:
         return _ensemble_summary(task, summaries)
     ids = [m["run_id"] for m in todo]
-    ckpt = ensemble_dir / "checkpoints" / "last.ckpt"
     same_members = _read_members(ensemble_dir) == ids
-    ckpt_path = str(ckpt) if same_members and _checkpoint_usable(ckpt) else None
+    ckpt_path, unusable = checkpoint_to_resume(ensemble_dir / "checkpoints" / "last.ckpt") if same_members \
+        else (None, None)
     if ckpt_path is None:
         shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
         for member in todo:
@@ -90,7 +90,8 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
     try:
         with _output_to(ensemble_dir / LOG_FILE, capture_output):
             print(f"[grok-lightning sweep] ensemble of {len(todo)}: {', '.join(m['name'] for m in todo)}"
-                  + (f" (resuming from {ckpt_path})" if ckpt_path else ""), flush=True)
+                  + (f" (resuming from {ckpt_path})" if ckpt_path else "")
+                  + (f" ({unusable}; restarting from scratch)" if unusable else ""), flush=True)
             from grok_lightning.ensemble import run_ensemble
 
             run_ensemble([m["config"] for m in todo], root=ensemble_dir, ckpt_path=ckpt_path, checkpoint_every=every)
@@ -107,7 +108,8 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
         record = _read(Path(member["run_dir"]) / RECORD_NAME)
         if record is not None and record.get("status") == "running":
             record = mark_failed(member, "ensemble ended without a final status for this run")
-        summaries[member["name"]] = _summary(member, record, interrupted=interrupted, resumed_from=ckpt_path)
+        summaries[member["name"]] = _summary(member, record, interrupted=interrupted, resumed_from=ckpt_path,
+                                             unusable_checkpoint=unusable)
     if not interrupted and not task.get("keep_checkpoints", True):
         shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
     return _ensemble_summary(task, summaries, interrupted)

@@ -3,9 +3,11 @@
 :func:`execute_run` is the whole per-run protocol, the same for every launcher:
 
 1. A run whose record is final (completed / diverged / excluded) is never trained again.
-2. Otherwise, when ``checkpoints/last.ckpt`` exists and loads, training resumes from it: the
-   recorder's state is in the checkpoint, so the same record continues (one record per run).
-   Without a usable checkpoint the run directory is emptied and the run starts from scratch.
+2. Otherwise, when ``checkpoints/last.ckpt`` exists and loads (with ``weights_only=True``: it
+   is data, never code), training resumes from it: the recorder's state is in the checkpoint, so
+   the same record continues (one record per run). Without a usable checkpoint the run directory
+   is emptied and the run starts from scratch; a file that was there but could not be used is
+   reported once (``unusable_checkpoint`` in the summary and ``attempts.jsonl``, and run.log).
 3. Any exception marks the run ``failed`` with its traceback in the record, written here when
    the run raised before its recorder existed (e.g. a ``ConfigError`` at construction).
    Ctrl-C / SIGINT leaves ``interrupted``; a NaN loss ``diverged`` (the recorder's doing).
@@ -143,16 +145,16 @@ def error_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-def _checkpoint_usable(path: Path) -> bool:
+def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
+    """``(ckpt_path, problem)``: the checkpoint to resume from, or why the file there cannot be
+    used (``None`` when there is no file). It is loaded with ``weights_only=True``: a checkpoint
+    in a results folder is data from anywhere, and must not run code on load."""
     if not path.is_file():
-        return False
-    try:
-        import torch
+        return None, None
+    from grok_lightning.checkpoint_io import checkpoint_problem
 
-        checkpoint = torch.load(path, map_location="cpu", weights_only=False)
-        return isinstance(checkpoint, dict) and "state_dict" in checkpoint
-    except Exception:
-        return False
+    problem = checkpoint_problem(path)
+    return (str(path), None) if problem is None else (None, problem)
 
 
 def _clean(run_dir: Path) -> None:
@@ -218,7 +220,7 @@ def _summary(task: dict, record: dict | None, **extra) -> dict:
         "grok_epoch": record.get("grok_epoch"), "final_epoch": record.get("final_epoch"),
         "final_test_acc": record.get("final_test_acc"), "wall_time_s": record.get("wall_time_s"),
         "error": str(error).strip().splitlines()[-1] if error else None,
-        "skipped": False, "interrupted": False, "resumed_from": None,
+        "skipped": False, "interrupted": False, "resumed_from": None, "unusable_checkpoint": None,
     }
     summary.update(extra)
     return summary
@@ -248,15 +250,14 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
 
     from grok_lightning.sweep.store import _proc_start
 
-    ckpt = run_dir / "checkpoints" / "last.ckpt"
-    ckpt_path = str(ckpt) if _checkpoint_usable(ckpt) else None
+    ckpt_path, unusable = checkpoint_to_resume(run_dir / "checkpoints" / "last.ckpt")
     if ckpt_path is None:
-        _clean(run_dir)
+        _clean(run_dir)  # the unusable file goes too: it is reported this once
     me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": _proc_start(os.getpid())}
     (run_dir / OWNER_FILE).write_text(json.dumps(me))
     with open(run_dir / ATTEMPTS_FILE, "a") as handle:
-        handle.write(json.dumps({**me, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                 "resumed_from": ckpt_path, "prior_status": (prior or {}).get("status")}) + "\n")
+        handle.write(json.dumps({**me, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "resumed_from": ckpt_path,
+                                 "unusable_checkpoint": unusable, "prior_status": (prior or {}).get("status")}) + "\n")
     interrupted = False
     sigint = {"received": False}
 
@@ -273,6 +274,8 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         with _output_to(run_dir / LOG_FILE, capture_output):
             if ckpt_path:
                 print(f"[grok-lightning sweep] resuming {task['name']} from {ckpt_path}", flush=True)
+            if unusable:
+                print(f"[grok-lightning sweep] {unusable}; {task['name']} restarts from scratch", flush=True)
             from grok_lightning.run import run_config
 
             run_config(task["config"], ckpt_path=ckpt_path)
@@ -298,7 +301,7 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     status = (record or {}).get("status")
     if status in FINAL_STATUSES and not task.get("keep_checkpoints", True):
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    return _summary(task, record, interrupted=interrupted, resumed_from=ckpt_path)
+    return _summary(task, record, interrupted=interrupted, resumed_from=ckpt_path, unusable_checkpoint=unusable)
 
 
 # --- worker processes -----------------------------------------------------------------------------

@@ -1,0 +1,120 @@
+"""Checkpoints are data, not code: every checkpoint this package reads is unpickled with
+``torch.load(weights_only=True)``.
+
+A ``last.ckpt`` found in a results folder may come from anywhere (a shared filesystem, a
+downloaded archive). ``weights_only=False`` runs whatever a crafted pickle asks for, on every
+load. ``weights_only=True`` builds only tensors, containers and primitive values, plus the few
+classes in :data:`safe_globals`; a Lightning checkpoint of this package needs nothing else.
+
+- :func:`checkpoint_problem` says why a file cannot resume a run (``None`` when it can);
+- :func:`load_checkpoint` loads one or raises a one-line :class:`~grok_lightning.config.ConfigError`;
+- :func:`trainer_call` runs ``trainer.fit`` (or validate/test/predict) with the checkpoint
+  checked first and Lightning's own load restricted the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+from pathlib import Path
+
+from grok_lightning.config import ConfigError
+
+__all__ = ["RESUME_KEYS", "check_ckpt_path", "checkpoint_problem", "load_checkpoint", "safe_globals", "trainer_call"]
+
+#: ``ckpt_path`` values that Lightning resolves itself
+SYMBOLIC_PATHS = ("last", "best", "hpc", "registry")
+#: what Lightning reads to resume training (a weights-only file cannot resume a run)
+RESUME_KEYS = ("state_dict", "optimizer_states", "loops")
+
+
+def _allowed_types() -> list:
+    """Classes a checkpoint may contain beyond torch's defaults: numpy numbers (a callback may keep
+    an ``np.float64`` in its state or a record extra). Rebuilding a number runs no code."""
+    import numpy as np
+
+    try:
+        from numpy._core.multiarray import scalar
+    except ImportError:  # numpy < 2
+        from numpy.core.multiarray import scalar
+    kinds = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
+    return [scalar, np.dtype, *(type(np.dtype(kind)) for kind in kinds)]
+
+
+@contextlib.contextmanager
+def safe_globals():
+    """``weights_only`` loads inside this block also accept :func:`_allowed_types`."""
+    import torch
+
+    scoped = getattr(torch.serialization, "safe_globals", None)  # torch >= 2.5
+    with scoped(_allowed_types()) if scoped is not None else contextlib.nullcontext():
+        yield
+
+
+def _reason(err: BaseException) -> str:
+    """One line for a failed load (torch's message for a refused pickle is a page of advice)."""
+    text = str(err)
+    refused = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+    if refused:
+        return f"it asks the unpickler to call {refused.group(1)}, refused by weights_only=True"
+    if "WeightsUnpickler error" in text:
+        detail = text.split("WeightsUnpickler error:", 1)[1].strip().splitlines()[0].strip()
+        return f"not a torch checkpoint: cannot be unpickled as data ({detail})"
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+
+
+def load_checkpoint(path: str | Path, map_location: str = "cpu") -> dict:
+    """The checkpoint at ``path`` as a dict; ``ConfigError`` (one line) when it is missing,
+    unreadable, or asks the unpickler for anything but data."""
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such checkpoint file")
+    try:
+        with safe_globals():
+            checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any failure to load means: not a usable checkpoint
+        raise ConfigError(f"{path}: not a usable checkpoint ({_reason(err)})") from None
+    if not isinstance(checkpoint, dict):
+        raise ConfigError(f"{path}: not a usable checkpoint (holds a {type(checkpoint).__name__}, not a dict)")
+    return checkpoint
+
+
+def checkpoint_problem(path: str | Path, resume: bool = True) -> str | None:
+    """Why the checkpoint at ``path`` cannot be used (to resume training, with ``resume``), or
+    ``None`` when it can."""
+    try:
+        checkpoint = load_checkpoint(path)
+    except ConfigError as err:
+        return str(err)
+    missing = [key for key in RESUME_KEYS if key not in checkpoint] if resume else []
+    if missing:
+        return f"{path}: not a usable checkpoint (no {', '.join(missing)}: it cannot resume training)"
+    return None
+
+
+def check_ckpt_path(ckpt_path, resume: bool) -> None:
+    """A ``ckpt_path`` argument that names a file must name a usable checkpoint (one line if not)."""
+    if ckpt_path is not None and str(ckpt_path) not in SYMBOLIC_PATHS:
+        problem = checkpoint_problem(ckpt_path, resume=resume)
+        if problem is not None:
+            raise ConfigError(f"ckpt_path={problem}")
+
+
+def trainer_call(method, *args, ckpt_path: str | None = None, weights_only: bool | None = None, **kwargs):
+    """``method(*args, ckpt_path=..., **kwargs)`` for a Trainer method (``trainer.fit``,
+    ``validate``, ``test``, ``predict``): a checkpoint file that cannot be used is a one-line
+    ``ConfigError`` before anything starts, and Lightning loads it with ``weights_only=True`` too.
+    Lightning's symbolic paths (``last``, ``best``, ...) are resolved and loaded by Lightning."""
+    if weights_only is False:
+        raise ConfigError("weights_only=False: refused (checkpoints are loaded as data only, with weights_only=True)")
+    if ckpt_path is not None:
+        check_ckpt_path(ckpt_path, resume=getattr(method, "__name__", "") == "fit")
+        if "weights_only" in inspect.signature(method).parameters:  # Lightning >= 2.5
+            kwargs["weights_only"] = True
+    with safe_globals():
+        return method(*args, ckpt_path=ckpt_path, **kwargs)
+
