@@ -130,3 +130,39 @@ def test_top_level_cli_dispatches_analyze(tmp_path, capsys):
     out = tmp_path / "fit.json"
     assert top(["analyze", "critical-wd", str(tmp_path / "runs"), "--method", "glm", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["method"] == "glm"
+
+
+def _separable_runs(root):
+    """Every run below lambda 0.1 fails, every run from 0.1 on groks: lambda_c is only bracketed."""
+    for wd in (0.001, 0.01, 0.1, 1.0):
+        for seed in range(4):
+            record = new_record({"wd": wd, "seed": seed}, run_id=f"r{wd}_{seed}")
+            record["status"] = "completed"
+            record["grok_epoch"] = _t_grok(wd, seed) if wd >= 0.1 else None
+            write_json_atomic(root / f"wd{wd}_seed{seed}" / "record.json", record)
+
+
+def test_separable_outcomes_print_the_bracket_not_a_point(tmp_path, capsys):
+    _separable_runs(tmp_path / "runs")
+    out = tmp_path / "fit.json"
+    assert main(["critical-wd", str(tmp_path / "runs"), "--method", "paper", "--n-bootstrap", "20",
+                 "--out", str(out)]) == 0
+    fit = json.loads(out.read_text())
+    assert fit["status"] == "separable" and fit["wd_c_bracket"] == [0.01, 0.1]
+    printed = capsys.readouterr().out
+    assert "lambda_c in [0.01, 0.1]" in printed and "lambda_c =" not in printed
+    assert f"{fit['wd_c']:.4g}" not in printed, "the optimiser's stopping point is not shown as lambda_c"
+
+
+@pytest.mark.parametrize("method", ["paper", "glm"])
+def test_power_law_refuses_a_separable_fit(tmp_path, capsys, method):
+    _separable_runs(tmp_path / "runs")
+    fit_file, out = tmp_path / "fit.json", tmp_path / "nu.json"
+    assert main(["critical-wd", str(tmp_path / "runs"), "--method", method, "--n-bootstrap", "0",
+                 "--out", str(fit_file)]) == 0
+    capsys.readouterr()
+    assert main(["power-law", str(tmp_path / "runs"), "--fit", str(fit_file), "--n-bootstrap", "0",
+                 "--out", str(out)]) == 2
+    line = _one_error_line(capsys)
+    assert "status 'separable'" in line and "[0.01, 0.1]" in line and "--wd-c" in line
+    assert not out.exists()

@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from grok_lightning.config import ConfigError
+from grok_lightning.config import ConfigError, OneLineArgumentParser
 
 __all__ = ["main", "build_parser", "load_records", "record_value"]
 
@@ -36,7 +36,7 @@ def _floats(text: str) -> list[float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grok-lightning analyze", description="Statistics from run records.")
+    parser = OneLineArgumentParser(prog="grok-lightning analyze", description="Statistics from run records.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p, runs=True):
@@ -179,8 +179,14 @@ def _critical(args) -> int:
                         "where": args.where, "command": "critical-wd"}
     path = _write(args.out, result)
     lo, hi = fit.wd_c_ci
-    print(f"lambda_c = {_fmt(fit.wd_c)} [{_fmt(lo)}, {_fmt(hi)}] ({fit.method}, status {fit.status}, "
-          f"{fit.n_fit} runs in {len(fit.bins)} bins) -> {path}")
+    where = f"({fit.method}, status {fit.status}, {fit.n_fit} runs in {len(fit.bins)} bins) -> {path}"
+    if fit.separable:
+        # no point estimate exists (the paper method's number is where its optimiser stopped):
+        # the data only say that lambda_c lies between the largest failure and the smallest success
+        a, b = fit.wd_c_bracket
+        print(f"lambda_c in [{_fmt(a)}, {_fmt(b)}] (the outcomes bracket it; no point estimate) {where}")
+    else:
+        print(f"lambda_c = {_fmt(fit.wd_c)} [{_fmt(lo)}, {_fmt(hi)}] {where}")
     for note in result["warnings"]:
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -192,9 +198,16 @@ def _power_law(args) -> int:
     if args.fit:
         try:
             with open(args.fit) as handle:
-                wd_c = json.load(handle)["wd_c"]
+                fit_json = json.load(handle)
+            wd_c = fit_json["wd_c"]
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ConfigError(f"--fit={args.fit}: cannot read wd_c ({type(err).__name__}: {err})") from None
+        if fit_json.get("separable") or fit_json.get("status") in ("separable", "all_grokked", "none_grokked"):
+            # lambda_c is only bracketed, and nu depends strongly on where in the bracket it lies:
+            # a nu from one point of it, with a CI that ignores the rest, would be a false precision
+            bracket = ", ".join(_fmt(v) for v in fit_json.get("wd_c_bracket") or [None, None])
+            raise ConfigError(f"--fit={args.fit}: status {fit_json.get('status')!r}: lambda_c is only known to "
+                              f"lie in [{bracket}], so nu is not identified; pass --wd-c to fix lambda_c yourself")
         if wd_c is None:
             raise ConfigError(f"--fit={args.fit}: wd_c is null (the lambda_c fit failed); pass --wd-c")
     else:

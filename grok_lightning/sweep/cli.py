@@ -18,20 +18,23 @@ import argparse
 import json
 import sys
 
-from grok_lightning.config import ConfigError
+from grok_lightning.config import ConfigError, OneLineArgumentParser
 
 __all__ = ["main", "build_parser"]
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grok-lightning sweep", description="Run, resume and aggregate sweeps.")
+    parser = OneLineArgumentParser(prog="grok-lightning sweep", description="Run, resume and aggregate sweeps.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run or resume a sweep",

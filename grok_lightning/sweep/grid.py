@@ -40,8 +40,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
-import inspect
 import itertools
 import json
 import math
@@ -50,27 +48,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from grok_lightning.config import ConfigError
+from grok_lightning.config import ConfigError, read_yaml
+from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
+    ALIASES, KeyChecker, _delete_dotted, _split, get_dotted, resolve_key, set_dotted, validate_types,
+)
 
 __all__ = [
     "ALIASES", "RunSpec", "Sweep", "canonical_json", "expand", "load_sweep", "resolve_key",
     "run_id_of", "set_dotted", "get_dotted", "validate_types",
 ]
 
-#: short axis names -> dotted config keys
-ALIASES = {
-    "wd": "model.init_args.weight_decay",
-    "weight_decay": "model.init_args.weight_decay",
-    "seed": "seed_everything",
-    "operation": "data.init_args.operation",
-    "op": "data.init_args.operation",
-    "p": "data.init_args.p",
-    "lr": "model.init_args.lr",
-    "epochs": "trainer.max_epochs",
-    "max_epochs": "trainer.max_epochs",
-}
 #: the short label used in run names for these keys (value only for operation)
 NAME_LABELS = {
     "model.init_args.weight_decay": "wd",
@@ -96,8 +83,6 @@ SWEEP_KEYS = {"name", "description", "base", "overrides", "grid", "zip", "profil
 PROFILE_KEYS = {"overrides", "grid", "zip", "description", "checkpoint_min_epochs", "checkpoint_every",
                 "keep_checkpoints"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
-_MISSING = object()  # "no default given"
-_ABSENT = object()  # returned as a default to test for absence
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -108,57 +93,6 @@ def canonical_json(obj: Any) -> str:
     '{"a":null,"b":[1,2.0]}'
     """
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str, allow_nan=True)
-
-
-def _split(key: str) -> list[str]:
-    return [part for part in str(key).split(".")]
-
-
-def get_dotted(config: dict, key: str, default: Any = _MISSING) -> Any:
-    """``get_dotted({"a": {"b": 1}}, "a.b") == 1``; list items by index (``callbacks.0``)."""
-    node: Any = config
-    for part in _split(key):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            if default is _MISSING:
-                raise KeyError(key)
-            return default
-    return node
-
-
-def set_dotted(config: dict, key: str, value: Any) -> None:
-    """Set ``config[a][b][c] = value`` for ``key = "a.b.c"``, creating dicts on the way."""
-    parts = _split(key)
-    node: Any = config
-    for part in parts[:-1]:
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-            continue
-        if not isinstance(node, dict):
-            raise ConfigError(f"{key}: cannot set below a non-mapping value")
-        if not isinstance(node.get(part), dict) and not isinstance(node.get(part), list):
-            node[part] = {}
-        node = node[part]
-    last = parts[-1]
-    if isinstance(node, list) and last.isdigit() and int(last) < len(node):
-        node[int(last)] = value
-    elif isinstance(node, dict):
-        node[last] = value
-    else:
-        raise ConfigError(f"{key}: cannot set below a non-mapping value")
-
-
-def _delete_dotted(config: dict, key: str) -> None:
-    parts = _split(key)
-    try:
-        parent = get_dotted(config, ".".join(parts[:-1])) if len(parts) > 1 else config
-    except KeyError:
-        return
-    if isinstance(parent, dict):
-        parent.pop(parts[-1], None)
 
 
 def _format_value(value: Any) -> str:
@@ -185,136 +119,6 @@ def _label(key: str) -> str:
         return NAME_LABELS[key]
     parts = [p for p in _split(key) if p not in ("init_args", "class_path")]
     return re.sub(r"[^A-Za-z0-9]", "", parts[-1] if parts else key)[:16]
-
-
-# --- key resolution and validation ----------------------------------------------------------------
-def _import(path: str):
-    module, _, name = str(path).rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise ConfigError(f"class_path={path!r}: cannot import ({err})") from None
-
-
-def _section_classes() -> dict[str, type]:
-    """Top-level sections GrokCLI adds (``run``, ``grok``, ``diagnostics``...) -> their classes.
-
-    Found by replaying ``GrokCLI.add_arguments_to_parser`` against a recorder, so sections added
-    later are picked up without touching this module.
-    """
-    from lightning.pytorch import Trainer
-
-    sections: dict[str, type] = {"trainer": Trainer}
-
-    class _Recorder:
-        def add_class_arguments(self, cls, nested_key=None, *args, **kwargs):
-            if nested_key:
-                sections[str(nested_key)] = cls
-
-        def __getattr__(self, name):
-            return lambda *args, **kwargs: None
-
-    try:
-        from grok_lightning.run import GrokCLI
-
-        GrokCLI.add_arguments_to_parser(_Recorder(), _Recorder())
-    except Exception:  # pragma: no cover - fall back to the known sections
-        from grok_lightning.callbacks import GrokDetector
-        from grok_lightning.run import RunSettings
-
-        sections.update(run=RunSettings, grok=GrokDetector)
-    return sections
-
-
-def _parameters(cls) -> tuple[set[str], bool]:
-    """Accepted init argument names of ``cls`` and whether it takes ``**kwargs``."""
-    names: set[str] = set()
-    var_kw = False
-    try:
-        signature = inspect.signature(cls.__init__ if inspect.isclass(cls) else cls)
-    except (TypeError, ValueError):
-        return names, True
-    for param in signature.parameters.values():
-        if param.kind is param.VAR_KEYWORD:
-            var_kw = True
-        elif param.name != "self" and param.kind is not param.VAR_POSITIONAL:
-            names.add(param.name)
-    return names, var_kw
-
-
-def resolve_key(key: str) -> str:
-    """Aliases -> dotted keys; ``model.lr`` -> ``model.init_args.lr`` (LightningCLI shorthand).
-
-    >>> resolve_key("wd"), resolve_key("model.lr"), resolve_key("trainer.max_epochs")
-    ('model.init_args.weight_decay', 'model.init_args.lr', 'trainer.max_epochs')
-    """
-    key = str(key).strip()
-    key = ALIASES.get(key, key)
-    parts = _split(key)
-    if len(parts) >= 2 and parts[0] in ("model", "data") and parts[1] not in ("init_args", "class_path", "dict_kwargs"):
-        parts.insert(1, "init_args")
-    return ".".join(parts)
-
-
-class _KeyChecker:
-    """Checks that a dotted key exists in a config or is a valid init argument of its class."""
-
-    def __init__(self, config: dict):
-        self.config = config
-        self._sections: dict[str, type] | None = None
-
-    @property
-    def sections(self) -> dict[str, type]:
-        if self._sections is None:
-            self._sections = _section_classes()
-        return self._sections
-
-    def check(self, key: str, where: str) -> None:
-        if get_dotted(self.config, key, _ABSENT) is not _ABSENT:
-            return
-        parts = _split(key)
-        top = parts[0]
-        if top == "seed_everything" and len(parts) == 1:
-            return
-        node: Any = self.config.get(top, _ABSENT)
-        cls = None
-        rest = parts[1:]
-        if top in ("model", "data") or (isinstance(node, dict) and "class_path" in node):
-            if not isinstance(node, dict) or "class_path" not in node:
-                raise ConfigError(f"{where}: unknown key {key!r} (the base config has no {top}.class_path)")
-            cls = _import(node["class_path"])
-            if not rest or rest[0] not in ("init_args", "dict_kwargs"):
-                raise ConfigError(f"{where}: unknown key {key!r} (use {top}.init_args.<name>)")
-            if rest[0] == "dict_kwargs":
-                return
-            rest = rest[1:]
-        elif top in self.sections:
-            cls = self.sections[top]
-        else:
-            known = sorted(set(self.config) | set(self.sections) | {"seed_everything"})
-            raise ConfigError(f"{where}: unknown key {key!r} (top-level sections: {', '.join(known)})")
-        self._check_in_class(cls, rest, key, where, node.get("init_args", {}) if isinstance(node, dict) and "class_path" in node else node)
-
-    def _check_in_class(self, cls, rest: list[str], key: str, where: str, node: Any) -> None:
-        if not rest:
-            return
-        names, var_kw = _parameters(cls)
-        name = rest[0]
-        if name not in names and not var_kw:
-            close = sorted(n for n in names if n[:3] == name[:3] or name in n or n in name)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise ConfigError(f"{where}: unknown key {key!r}: {cls.__name__} has no argument {name!r}{hint}")
-        if len(rest) == 1:
-            return
-        value = node.get(name, _ABSENT) if isinstance(node, dict) else _ABSENT
-        if isinstance(value, dict) and "class_path" in value:  # e.g. trainer.logger.init_args.x
-            sub = _import(value["class_path"])
-            if rest[1] != "init_args":
-                if rest[1] == "class_path" and len(rest) == 2:
-                    return
-                raise ConfigError(f"{where}: unknown key {key!r} (use {'.'.join(_split(key)[:-len(rest) + 1])}.init_args.<name>)")
-            self._check_in_class(sub, rest[2:], key, where, value.get("init_args", {}))
-        # deeper keys into plain dict/list arguments (arch_kwargs.x, betas.0) cannot be checked
 
 
 # --- the sweep ------------------------------------------------------------------------------------
@@ -374,19 +178,6 @@ class Sweep:
         return expand(self)
 
 
-def _read_yaml(path: Path, what: str) -> Any:
-    try:
-        with open(path) as handle:
-            return yaml.safe_load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {path}: no such file") from None
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(f"{what} {path}: not valid YAML{at}: {problem}") from None
-
-
 def _find_base(base: str, sweep_path: Path) -> Path:
     base_path = Path(base)
     if base_path.is_absolute():
@@ -428,6 +219,19 @@ def _zips(value: Any, where: str) -> list[dict[str, list | None]]:
     return [_axes(group, f"{where}[{i}]" if isinstance(value, list) else where) for i, group in enumerate(groups)]
 
 
+def _resolved(mapping: dict, where: str) -> dict:
+    """Keys -> dotted keys. Two names for one key (``wd`` and ``weight_decay``) are refused: the
+    last one would win silently."""
+    resolved: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for key, value in mapping.items():
+        dotted = resolve_key(key)
+        if dotted in names:
+            raise ConfigError(f"{where}: {names[dotted]!r} and {key!r} both name {dotted}; keep one of them")
+        names[dotted], resolved[dotted] = str(key), value
+    return resolved
+
+
 def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
     """Read a sweep file and apply one profile; raise ``ConfigError`` (one line) if malformed.
 
@@ -435,7 +239,7 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
     else no profile.
     """
     path = Path(path)
-    data = _read_yaml(path, "sweep file")
+    data = read_yaml(path, "sweep file")
     if not isinstance(data, dict):
         raise ConfigError(f"sweep file {path}: must be a YAML mapping with base/grid, got {type(data).__name__}")
     unknown = sorted(set(data) - SWEEP_KEYS)
@@ -445,7 +249,7 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
     if not data.get("base"):
         raise ConfigError(f"sweep file {path}: missing 'base' (a LightningCLI config under configs/)")
     base_path = _find_base(str(data["base"]), path)
-    base = _read_yaml(base_path, "base config")
+    base = read_yaml(base_path, "base config")
     if not isinstance(base, dict):
         raise ConfigError(f"base config {base_path}: must be a YAML mapping")
     profiles = _mapping(data.get("profiles"), f"{path}: profiles")
@@ -461,16 +265,16 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
         raise ConfigError(f"{path}: profiles.{profile}: unknown key(s) {', '.join(bad)} "
                           f"(allowed: {', '.join(sorted(PROFILE_KEYS))})")
 
-    overrides = {resolve_key(k): v for k, v in _mapping(data.get("overrides"), f"{path}: overrides").items()}
-    overrides.update({resolve_key(k): v for k, v in _mapping(prof.get("overrides"), f"{path}: profiles.{profile}.overrides").items()})
+    at = f"{path}: profiles.{profile}"
+    overrides = _resolved(_mapping(data.get("overrides"), f"{path}: overrides"), f"{path}: overrides")
+    overrides.update(_resolved(_mapping(prof.get("overrides"), f"{at}.overrides"), f"{at}.overrides"))
     if profile is not None:
         overrides.setdefault("run.profile", profile)
-    grid = {resolve_key(k): v for k, v in _axes(data.get("grid"), f"{path}: grid").items()}
-    for key, values in _axes(prof.get("grid"), f"{path}: profiles.{profile}.grid").items():
-        grid[resolve_key(key)] = values
+    grid = _resolved(_axes(data.get("grid"), f"{path}: grid"), f"{path}: grid")
+    grid.update(_resolved(_axes(prof.get("grid"), f"{at}.grid"), f"{at}.grid"))  # replaces the same axes
     grid = {k: v for k, v in grid.items() if v is not None}
-    zips = [{resolve_key(k): v for k, v in z.items()} for z in _zips(data.get("zip"), f"{path}: zip")]
-    prof_zips = [{resolve_key(k): v for k, v in z.items()} for z in _zips(prof.get("zip"), f"{path}: profiles.{profile}.zip")]
+    zips = [_resolved(z, f"{path}: zip") for z in _zips(data.get("zip"), f"{path}: zip")]
+    prof_zips = [_resolved(z, f"{at}.zip") for z in _zips(prof.get("zip"), f"{at}.zip")]
     if prof_zips:
         zips = prof_zips
     zips = [{k: v for k, v in z.items() if v is not None} for z in zips]
@@ -513,7 +317,7 @@ def check_sweep(sweep: Sweep, where: str = "sweep") -> None:
         for key, values in axes.items():
             if key.endswith("class_path"):
                 set_dotted(merged, key, values[0])
-    checker = _KeyChecker(merged)
+    checker = KeyChecker(merged)
     for key in sweep.overrides:
         checker.check(key, f"{where}: overrides.{key}")
     for key in sweep.grid:
@@ -581,66 +385,3 @@ def max_epochs_of(config: dict) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)) else None
 
 
-# --- full type validation through the GrokCLI parser (no instantiation) --------------------------
-def _one_line(message: str) -> str:
-    r"""The informative line of a (multi-line) jsonargparse error.
-
-    >>> _one_line('Parser key "run.threads":\n  Does not validate\n  - Expected a <class \'int\'>\n  Given value: x')
-    "run.threads: Expected a <class 'int'> (given value: x)"
-    """
-    lines = [line.strip().lstrip("- ").strip() for line in str(message).splitlines() if line.strip()]
-    key = None
-    for i, line in enumerate(lines):
-        match = re.match(r'Parser key "([^"]+)"', line)
-        if match:
-            key = match.group(1)
-            continue
-        if line.startswith(("Option ", "Group ")) or (line.startswith("Expected") and "NoneType" not in line):
-            given = next((l.split(":", 1)[1].strip() for l in lines[i:] if l.startswith("Given value:")), None)
-            text = f"{key}: {line}" if key else line
-            return f"{text} (given value: {given})" if given is not None and "Got value" not in line else text
-    return lines[0] if lines else "invalid configuration"
-
-
-def validate_types(runs: list[RunSpec]) -> None:
-    """Parse every run's config with the GrokCLI parser without instantiating anything.
-
-    Catches wrong types (``n_layers: abc``) and anything the key check could not see. Values that
-    only the classes reject (``n_heads`` not dividing ``d_model``) surface when the run starts and
-    are recorded as a ``failed`` run with the message.
-    """
-    if not runs:
-        return
-    import warnings
-
-    from grok_lightning.run import GrokCLI
-
-    class _ParseOnly(GrokCLI):
-        def _set_seed(self):
-            pass
-
-        def _add_instantiators(self):
-            pass
-
-        def before_instantiate_classes(self):
-            pass
-
-        def instantiate_classes(self):
-            pass
-
-        def after_instantiate_classes(self):
-            pass
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            cli = _ParseOnly(args=copy.deepcopy(runs[0].config), run=False, parser_kwargs={"exit_on_error": False})
-        except ConfigError:
-            raise
-        except BaseException as err:  # ArgumentError / SystemExit from jsonargparse
-            raise ConfigError(f"run {runs[0].name}: {_one_line(str(err))}") from None
-        for run in runs[1:]:
-            try:
-                cli.parser.parse_object(copy.deepcopy(run.config))
-            except BaseException as err:
-                raise ConfigError(f"run {run.name}: {_one_line(str(err))}") from None

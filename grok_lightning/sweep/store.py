@@ -30,9 +30,9 @@ from typing import Any, Iterable
 
 import yaml
 
-from grok_lightning.config import ConfigError
+from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, load_record, write_json_atomic
-from grok_lightning.sweep.grid import RunSpec, Sweep, get_dotted
+from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, check_sweep, get_dotted
 
 __all__ = ["COUNT_ORDER", "SweepLock", "SweepLockedError", "SweepStore", "collect", "write_table"]
 
@@ -196,11 +196,22 @@ class SweepStore:
             raise ConfigError(f"{self.root / PLAN_FILE}: unreadable ({err})") from None
 
     def load_sweep(self) -> Sweep:
+        """The stored sweep; a missing or damaged ``sweep.yaml`` is one line."""
+        path = self.root / SWEEP_FILE
+        if not path.is_file():
+            raise ConfigError(f"{self.root}: not a sweep directory (no {SWEEP_FILE})")
+        data = read_yaml(path, "stored sweep")
         try:
-            with open(self.root / SWEEP_FILE) as handle:
-                return Sweep.from_dict(yaml.safe_load(handle))
-        except FileNotFoundError:
-            raise ConfigError(f"{self.root}: not a sweep directory (no {SWEEP_FILE})") from None
+            if not isinstance(data, dict) or not isinstance(data.get("base"), dict):
+                raise ValueError("not a mapping with an inlined base config")
+            for axes in [data.get("grid"), *(data.get("zip") or [])]:
+                _axes(axes, "axes")  # lists of values
+            sweep = Sweep.from_dict(data)
+        except (KeyError, TypeError, ValueError) as err:  # ConfigError is a ValueError
+            raise ConfigError(f"stored sweep {path}: damaged ({err}); restore it, or start "
+                              f"the sweep again from its sweep file with another --out") from None
+        check_sweep(sweep, where=f"stored sweep {path}")
+        return sweep
 
     def initialize(self, sweep: Sweep, runs: list[RunSpec], extend: bool = False) -> None:
         """Write ``sweep.yaml`` and ``plan.json``; refuse a different grid unless ``extend``."""
