@@ -12,6 +12,7 @@ Checkpoints are read with ``weights_only=True`` only (:mod:`grok_lightning.check
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,23 @@ class GrokCLI(LightningCLI):
     def _section(self, name: str) -> dict:
         config = self.config.get(self.subcommand) if self.subcommand else self.config
         return dict(config.get(name) or {})
+
+    def _set_seed(self) -> None:
+        # Lightning logs "Seed set to N" to stderr here, before the classes are built; it is said in
+        # after_instantiate_classes instead, so a bad value is the only line a person sees
+        seed_log = logging.getLogger("lightning.fabric.utilities.seed")
+        level = seed_log.level
+        seed_log.setLevel(logging.WARNING)
+        try:
+            super()._set_seed()
+        finally:
+            seed_log.setLevel(level)
+
+    def after_instantiate_classes(self) -> None:
+        super().after_instantiate_classes()
+        seed = self._get(self.config, "seed_everything")
+        if seed is not False and seed is not None:
+            logging.getLogger("lightning.fabric.utilities.seed").info(f"Seed set to {seed}")
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(self.subcommand) if self.subcommand else self.config

@@ -1,0 +1,206 @@
+"""Every bad input a person can give the command line: exit status 2, exactly one line on stderr
+that names the field (or file), and nothing created on disk (no run directory, no sweep folder,
+no file a planted checkpoint asks for).
+
+The table runs in this process through ``grok_lightning.cli.main`` (stderr captured at the file
+descriptor); two cases also run as real processes, where Lightning's own log lines would show.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from conftest import load_yaml
+from grok_lightning.cli import main
+
+SENTINEL = "PLANTED"  # the file a planted checkpoint's unpickling would create
+
+
+class Plant:
+    """Unpickling this opens (creates) a file: what a crafted checkpoint could do."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def base_config() -> dict:
+    """The canonical config shrunk; its logger writes under ./runs (so a run would show)."""
+    config = copy.deepcopy(load_yaml("canonical.yaml"))
+    config["model"]["init_args"].update(d_model=16, n_layers=1, n_heads=2, d_ff=32, eval_every=2, eval_dense_until=2)
+    config["data"]["init_args"].update(p=23, batch_size=64)
+    config["trainer"].update(max_epochs=2, enable_progress_bar=False)
+    config["trainer"]["logger"]["init_args"].update(save_dir="runs", name="bad", version="v0")
+    config["diagnostics"]["image_every"] = 0
+    return config
+
+
+def write(path: Path, content) -> Path:
+    path.write_text(content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False))
+    return path
+
+
+def sweep_spec(base: Path, **changes) -> dict:
+    spec = {"name": "bad", "base": str(base), "checkpoint_min_epochs": 0, "checkpoint_every": 1,
+            "overrides": {"trainer.max_epochs": 2}, "grid": {"wd": [0.1, 1.0], "seed": [0]}}
+    spec.update(changes)
+    return spec
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """Input files only; the test then checks that nothing else appears below ``tmp_path``."""
+    from grok_lightning.sweep.grid import expand, load_sweep
+    from grok_lightning.sweep.store import SweepStore
+
+    monkeypatch.chdir(tmp_path)
+    base = write(tmp_path / "base.yaml", base_config())
+    write(tmp_path / "empty.yaml", "")
+    write(tmp_path / "syntax.yaml", "model: {init_args: [1,\n")
+    write(tmp_path / "list.yaml", "- 1\n- 2\n")
+    write(tmp_path / "lrr.yaml", "model:\n  init_args:\n    lrr: 0.1\n")
+    write(tmp_path / "trainer_typo.yaml", "trainer:\n  max_epoch: 3\n")
+    write(tmp_path / "lr_inf.yaml", "model:\n  init_args:\n    lr: .inf\n")
+    write(tmp_path / "wd_inf.yaml", "model:\n  init_args:\n    weight_decay: .inf\n")
+    write(tmp_path / "wd_nan.yaml", "model:\n  init_args:\n    weight_decay: .nan\n")
+    (tmp_path / "garbage.ckpt").write_bytes(b"this is not a checkpoint\n" * 20)
+    torch.save({"state_dict": {}, "optimizer_states": [], "loops": {}, "x": Plant(str(tmp_path / SENTINEL))},
+               tmp_path / "planted.ckpt")
+    write(tmp_path / "sweep_two_names.yaml", sweep_spec(base, grid={"wd": [0.1], "weight_decay": [1.0]}))
+    write(tmp_path / "sweep_alias_and_key.yaml", sweep_spec(base, grid={"seed": [0], "seed_everything": [1]}))
+    write(tmp_path / "sweep_wd_inf.yaml", sweep_spec(base, grid={"wd": [0.1, float("inf")]}))
+    write(tmp_path / "sweep_lr_nan.yaml", sweep_spec(base, grid={"lr": [float("nan")]}))
+    write(tmp_path / "sweep_epochs_0.yaml", sweep_spec(base, overrides={"trainer.max_epochs": 0}))
+    write(tmp_path / "sweep_epochs_-1.yaml", sweep_spec(base, grid={"epochs": [10, -1]}))
+    write(tmp_path / "sweep_typo.yaml", sweep_spec(base, grid={"model.init_args.weight_decy": [0.1]}))
+    write(tmp_path / "sweep_syntax.yaml", "base: base.yaml\ngrid: {wd: [0.1\n")
+    # a sweep folder whose stored sweep.yaml got damaged after it was made
+    sweep = load_sweep(write(tmp_path / "sweep_ok.yaml", sweep_spec(base)))
+    SweepStore(tmp_path / "damaged").initialize(sweep, expand(sweep))
+    (tmp_path / "damaged" / "sweep.yaml").write_text("name: bad\nbase: [unclosed\n")
+    SweepStore(tmp_path / "no_base").initialize(sweep, expand(sweep))
+    write(tmp_path / "no_base" / "sweep.yaml", {"name": "bad", "grid": {"wd": [0.1]}})
+    # records whose outcomes only bracket lambda_c, and that fit
+    runs = tmp_path / "records"
+    for wd in (0.01, 0.1, 1.0):
+        for seed in range(3):
+            record = {"status": "completed", "config": {"wd": wd, "seed": seed}, "grok_epoch": 100 if wd >= 0.1 else None}
+            (runs / f"{wd}_{seed}").mkdir(parents=True)
+            (runs / f"{wd}_{seed}" / "record.json").write_text(json.dumps(record))
+    (tmp_path / "separable_fit.json").write_text(json.dumps(
+        {"wd_c": 0.05, "status": "separable", "separable": True, "wd_c_bracket": [0.01, 0.1]}))
+    return tmp_path
+
+
+FIT = ["fit", "--config", "base.yaml"]
+#: id -> (argv, text the one error line must contain: the field or the file)
+CASES = {
+    # the config parser: unknown keys, wrong types, files
+    "unknown key": (FIT + ["--model.foo", "3"], "model.foo"),
+    "unknown section": (FIT + ["--modle.lr", "3"], "--modle.lr"),
+    "abbreviated key": (FIT + ["--trainer.max_epoch", "3"], "--trainer.max_epoch"),
+    "unknown key in YAML": (FIT + ["--config", "lrr.yaml"], "model.lrr"),
+    "unknown trainer key in YAML": (FIT + ["--config", "trainer_typo.yaml"], "trainer.max_epoch"),
+    "unknown logger argument": (FIT + ["--trainer.logger.init_args.foo", "1"], "trainer.logger.foo"),
+    "class_path not a module": (FIT + ["--model.class_path", "os.system"], "model.class_path"),
+    "unknown subcommand": (["fitt"], "fitt"),
+    "config file missing": (["fit", "--config", "nope.yaml"], "nope.yaml"),
+    "config YAML syntax error": (["fit", "--config", "syntax.yaml"], "syntax.yaml"),
+    "config YAML empty": (["fit", "--config", "empty.yaml"], "empty.yaml"),
+    "config YAML a list": (["fit", "--config", "list.yaml"], "list.yaml"),
+    "lr nan": (FIT + ["--model.lr", "nan"], "model.lr"),
+    "lr abc": (FIT + ["--model.lr", "abc"], "model.lr"),
+    "lr inf": (FIT + ["--model.lr", "inf"], "model.lr"),
+    "lr .inf in YAML": (FIT + ["--config", "lr_inf.yaml"], "model.lr"),
+    "weight decay .inf in YAML": (FIT + ["--config", "wd_inf.yaml"], "model.weight_decay"),
+    "weight decay .nan in YAML": (FIT + ["--config", "wd_nan.yaml"], "model.weight_decay"),
+    "max_epochs abc": (FIT + ["--trainer.max_epochs", "abc"], "trainer.max_epochs"),
+    "p abc": (FIT + ["--data.p", "abc"], "data.p"),
+    "grok threshold abc": (FIT + ["--grok.threshold", "abc"], "grok.threshold"),
+    "threads abc": (FIT + ["--run.threads", "abc"], "run.threads"),
+    "seed abc": (FIT + ["--seed_everything", "abc"], "seed_everything"),
+    "betas abc": (FIT + ["--model.betas", "[0.9, abc]"], "model.betas"),
+    "weights_only maybe": (FIT + ["--weights_only", "maybe"], "weights_only"),
+    # values the parser accepts and the package refuses
+    "max_epochs -1": (FIT + ["--trainer.max_epochs", "-1"], "trainer.max_epochs"),
+    "max_epochs 0": (FIT + ["--trainer.max_epochs", "0"], "trainer.max_epochs"),
+    "lr 0": (FIT + ["--model.lr", "0"], "model.lr"),
+    "weight decay -1": (FIT + ["--model.weight_decay", "-1"], "model.weight_decay"),
+    "p 1": (FIT + ["--data.p", "1"], "data.p"),
+    "operation pow": (FIT + ["--data.operation", "pow"], "data.operation"),
+    "div with p not prime": (FIT + ["--data.operation", "div", "--data.p", "24"], "data.p"),
+    "train fraction 1.5": (FIT + ["--data.train_fraction", "1.5"], "data.train_fraction"),
+    "n_heads not dividing d_model": (FIT + ["--model.n_heads", "3"], "model.n_heads"),
+    "betas >= 1": (FIT + ["--model.betas", "[0.9, 1.5]"], "model.betas"),
+    "grok threshold 2": (FIT + ["--grok.threshold", "2"], "grok.threshold"),
+    "accelerator foo": (FIT + ["--trainer.accelerator", "foo"], "accelerator"),
+    # checkpoints
+    "ckpt_path missing": (FIT + ["--ckpt_path", "nope.ckpt"], "ckpt_path"),
+    "ckpt_path garbage": (FIT + ["--ckpt_path", "garbage.ckpt"], "ckpt_path"),
+    "ckpt_path planted": (FIT + ["--ckpt_path", "planted.ckpt"], "ckpt_path"),
+    "weights_only false": (FIT + ["--weights_only", "false"], "weights_only"),
+    # sweeps
+    "sweep file missing": (["sweep", "run", "nope_sweep.yaml", "--out", "out"], "nope_sweep.yaml"),
+    "sweep YAML syntax error": (["sweep", "run", "sweep_syntax.yaml", "--out", "out"], "sweep_syntax.yaml"),
+    "sweep two names for one key": (["sweep", "run", "sweep_two_names.yaml", "--out", "out"], "weight_decay"),
+    "sweep alias and its key": (["sweep", "run", "sweep_alias_and_key.yaml", "--out", "out"], "seed_everything"),
+    "sweep weight decay .inf": (["sweep", "run", "sweep_wd_inf.yaml", "--out", "out"], "model.weight_decay"),
+    "sweep lr .nan": (["sweep", "run", "sweep_lr_nan.yaml", "--out", "out"], "model.lr"),
+    "sweep max_epochs 0": (["sweep", "run", "sweep_epochs_0.yaml", "--out", "out"], "trainer.max_epochs"),
+    "sweep max_epochs -1": (["sweep", "run", "sweep_epochs_-1.yaml", "--out", "out"], "trainer.max_epochs"),
+    "sweep unknown key": (["sweep", "run", "sweep_typo.yaml", "--out", "out"], "weight_decy"),
+    "sweep workers abc": (["sweep", "run", "sweep_ok.yaml", "--out", "out", "--workers", "abc"], "--workers"),
+    "stored sweep.yaml corrupt": (["sweep", "run", "damaged"], "sweep.yaml"),
+    "stored sweep.yaml without base": (["sweep", "run", "no_base"], "sweep.yaml"),
+    "sweep status of a non-sweep": (["sweep", "status", "records"], "plan.json"),
+    # analysis
+    "power-law on a separable fit": (["analyze", "power-law", "records", "--fit", "separable_fit.json",
+                                      "--out", "nu.json"], "--fit"),
+    "analyze missing directory": (["analyze", "critical-wd", "nowhere", "--out", "fit.json"], "nowhere"),
+    "analyze --where without =": (["analyze", "critical-wd", "records", "--where", "wd", "--out", "fit.json"], "--where"),
+    "analyze unknown method": (["analyze", "critical-wd", "records", "--method", "mle", "--out", "fit.json"], "--method"),
+}
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_exit_2_and_creates_nothing(workdir, capfd, case):
+    argv, field = CASES[case]
+    before = _tree(workdir)
+    try:
+        code = main(list(argv))
+    except SystemExit as err:  # argparse exits by itself
+        code = err.code
+    out, err = capfd.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, f"exit {code}; stderr:\n{err}\nstdout:\n{out[-2000:]}"
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert field in lines[0], lines[0]
+    assert _tree(workdir) == before, f"created: {sorted(_tree(workdir) - before)}"
+    assert not (workdir / SENTINEL).exists()
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--model.foo", "3"], "model.foo"),
+    (["--trainer.max_epochs", "0"], "trainer.max_epochs"),
+])
+def test_in_a_real_process_stderr_is_the_one_line(workdir, flags, field):
+    """Lightning's own log lines ("Seed set to ...") would show here, not in the table above."""
+    result = subprocess.run([sys.executable, "-m", "grok_lightning.cli", *FIT, *flags], capture_output=True,
+                            text=True, cwd=workdir, timeout=180)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and field in result.stderr, result.stderr
+    assert not (workdir / "runs").exists()
