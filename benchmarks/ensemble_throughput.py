@@ -5,8 +5,8 @@ AdamW lr 1e-3) on real modular-addition batches:
 
 - **separate**: one ``GrokkingModule`` step at a time (its own forward, backward, AdamW step),
   the way one run per process trains; E separate runs cost E times this.
-- **ensemble E**: one :class:`~grok_lightning.modules.ensemble.EnsembleModule` step (vmapped
-  forward/backward over the stacked members, one merged AdamW with per-member lambdas).
+- **ensemble E**: one :class:`~grok_lightning.ensembles.EnsembleModule` step (vmapped
+  forward/backward over the stacked members, one AdamW over the stacked weights with per-member lambdas).
 
 Training steps only (evaluation is per member in both cases, every 10 epochs), timed
 alternately in one process (medians over ``--rounds``) so the ratios hold on a loaded machine. member-epochs/s = members x
@@ -31,7 +31,7 @@ import torch
 from _common import REPO
 from grok_lightning.data.modular import ModularArithmeticDataModule
 from grok_lightning.modules import GrokkingModule
-from grok_lightning.modules.ensemble import EnsembleModule
+from grok_lightning.ensembles import EnsembleModule
 
 
 def epoch_cost(config: dict) -> float:
@@ -105,13 +105,11 @@ def separate_step(device: str):
 
 def ensemble_step(n: int, device: str):
     members, batches, _ = build(n, device)
-    ensemble = EnsembleModule(members, vectorize=True)
+    ensemble = EnsembleModule(members, vectorize=True).to(device)
     optimizer = ensemble.configure_optimizers()
 
     def step():
-        optimizer.zero_grad(set_to_none=True)
-        ensemble._member_losses(list(range(n)), batches).sum().backward()
-        optimizer.step()
+        ensemble.train_step(batches, optimizer)
 
     return step
 

@@ -12,8 +12,7 @@ import torch
 from lightning.pytorch import Callback
 
 from grok_lightning.config import ConfigError
-from grok_lightning.ensemble import build_ensemble, compatibility_key, run_ensemble
-from grok_lightning.modules.ensemble import EnsembleModule
+from grok_lightning.ensembles import EnsembleModule, build_ensemble, compatibility_key, run_ensemble
 from grok_lightning.run import GrokCLI
 
 from conftest import InterruptAfter, tiny_config
@@ -141,7 +140,7 @@ def test_compatibility_key_and_bad_ensembles(tmp_path):
     c = copy.deepcopy(a)
     c["model"]["init_args"]["lr"] = 3e-3
     assert compatibility_key(a) != compatibility_key(c)
-    with pytest.raises(ConfigError, match="differ in more than seed and weight decay"):
+    with pytest.raises(ConfigError, match="differ in more than seed, weight decay and initialisation"):
         build_ensemble([a, c], tmp_path / "root")
     with pytest.raises(ValueError):
         EnsembleModule([])
@@ -243,3 +242,75 @@ def test_killed_ensembled_sweep_resumes_from_the_ensemble_checkpoint(tmp_path):
     a, b = collect(out), collect(plain)
     assert (a["final_test_loss"] - b["final_test_loss"]).abs().max() < TOL
     assert set(a["status"]) == {"completed"} and list(a["final_epoch"]) == [12] * 6
+
+
+def _stepper(n: int, arch: str = "transformer", **kwargs):
+    """An ensemble of n tiny members on p = 23 (no Trainer), its optimizer and one batch per member."""
+    from grok_lightning.data.modular import ModularArithmeticDataModule
+    from grok_lightning.modules import GrokkingModule
+
+    members, parts, batches = [], [], []
+    for e in range(n):
+        torch.manual_seed(e)
+        members.append(GrokkingModule(arch=arch, weight_decay=0.5 * (e + 1), modulus=23, d_model=16, n_layers=1,
+                                      n_heads=2, d_ff=32, **kwargs))
+        dm = ModularArithmeticDataModule(p=23, batch_size=64, split_seed=e)
+        dm.setup("fit")
+        parts.append({"datamodule": dm})
+        batches.append(next(iter(dm.train_dataloader())))
+    ensemble = EnsembleModule(members)
+    ensemble.member_parts = parts
+    return ensemble, ensemble.configure_optimizers(), batches
+
+
+def test_out_of_memory_halves_the_member_chunks_and_keeps_the_step(monkeypatch):
+    reference, ref_optimizer, batches = _stepper(4)
+    for _ in range(3):
+        reference.train_step(batches, ref_optimizer)
+    ensemble, optimizer, batches = _stepper(4)
+    real = ensemble._vmapped_losses
+
+    def tight_memory(params, members, chunk_batches):
+        if len(members) > 2:  # what a full GPU says when four members do not fit
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(params, members, chunk_batches)
+
+    monkeypatch.setattr(ensemble, "_vmapped_losses", tight_memory)
+    with pytest.warns(UserWarning, match="out of memory"):
+        for _ in range(3):
+            ensemble.train_step(batches, optimizer)
+    assert ensemble.member_chunks == 2
+    for (name, a), b in zip(reference.named_parameters(), ensemble.parameters()):
+        assert torch.allclose(a, b, rtol=0, atol=1e-6), name
+
+
+def test_an_error_after_the_probe_is_not_swallowed(monkeypatch):
+    ensemble, optimizer, batches = _stepper(2)
+    assert ensemble.vectorized is True
+    monkeypatch.setattr(ensemble, "_vmapped_losses", lambda *a: (_ for _ in ()).throw(RuntimeError("a real bug")))
+    with pytest.raises(RuntimeError, match="a real bug"):
+        ensemble.train_step(batches, optimizer)
+
+
+def test_an_untraceable_model_trains_in_a_loop_and_records_it():
+    with pytest.warns(UserWarning, match="vmap cannot trace"):
+        ensemble, optimizer, batches = _stepper(2, arch="lstm", arch_kwargs={"d_embed": 8, "hidden": 8, "n_layers": 1})
+    assert ensemble.vectorized is False
+    assert all(m.record_extras["vectorized"] is False for m in ensemble.members)
+    before = [p.detach().clone() for p in ensemble.members[1].parameters()]
+    ensemble.train_step(batches, optimizer)
+    assert any(not torch.equal(a, b) for a, b in zip(before, ensemble.members[1].parameters()))
+
+
+def test_member_views_share_the_stacked_weights_and_optimizer_state():
+    ensemble, optimizer, batches = _stepper(3)
+    ensemble.train_step(batches, optimizer)
+    stacked = ensemble._stacked["head.weight"]
+    member = ensemble.members[1].model.head.weight
+    assert member.data_ptr() == stacked[1].data_ptr()
+    with torch.no_grad():
+        member.mul_(0.0)  # an intervention writing a member's weights writes its row
+    assert float(stacked[1].detach().abs().sum()) == 0.0 and float(stacked[0].detach().abs().sum()) > 0.0
+    ensemble._trainer = type("T", (), {"optimizers": [optimizer]})()
+    state = ensemble.member_optimizer_state(1, member)
+    assert torch.equal(state["exp_avg"], optimizer.state[stacked]["exp_avg"][1])

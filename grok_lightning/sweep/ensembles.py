@@ -1,9 +1,9 @@
 """Packing a sweep's runs into vectorised ensembles (``grok-lightning sweep run --ensemble-size E``).
 
 Runs whose configurations differ only in seed and weight decay (and their names, ids and paths;
-:func:`grok_lightning.ensemble.compatibility_key`) are grouped, in plan order, into ensemble
+:func:`grok_lightning.ensembles.compatibility_key`) are grouped, in plan order, into ensemble
 tasks of at most E members. An ensemble task trains its members in one process
-(:func:`grok_lightning.ensemble.run_ensemble`) and each member writes the record, TensorBoard
+(:func:`grok_lightning.ensembles.run_ensemble`) and each member writes the record, TensorBoard
 events and weight checkpoints of its own run directory, so ``sweep status``, ``collect`` and every
 analysis read an ensembled sweep exactly like a plain one.
 
@@ -33,7 +33,7 @@ def member_tasks(task: dict) -> list[dict]:
 
 def pack_tasks(tasks: list[dict], size: int, store_root: str | Path) -> list[dict]:
     """Group compatible run tasks into ensemble tasks of at most ``size`` members (order kept)."""
-    from grok_lightning.ensemble import compatibility_key
+    from grok_lightning.ensembles import compatibility_key
 
     if size <= 1:
         return list(tasks)
@@ -92,7 +92,7 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
             print(f"[grok-lightning sweep] ensemble of {len(todo)}: {', '.join(m['name'] for m in todo)}"
                   + (f" (resuming from {ckpt_path})" if ckpt_path else "")
                   + (f" ({unusable}; restarting from scratch)" if unusable else ""), flush=True)
-            from grok_lightning.ensemble import run_ensemble
+            from grok_lightning.ensembles import run_ensemble
 
             run_ensemble([m["config"] for m in todo], root=ensemble_dir, ckpt_path=ckpt_path, checkpoint_every=every)
     except (KeyboardInterrupt, SystemExit) as err:  # Lightning turns Ctrl-C into SystemExit(1)

@@ -2,15 +2,15 @@
 
 ``run_ensemble(configs)`` builds every member exactly as ``run_config`` would (``GrokCLI``: the
 same datamodule, module, callbacks, logger and record path), then trains them together in one
-:class:`~grok_lightning.modules.ensemble.EnsembleModule`. Each member's callbacks see a
+:class:`~grok_lightning.ensembles.module.EnsembleModule`. Each member's callbacks see a
 :class:`MemberTrainer` (the real trainer with the member's datamodule, logger, log_dir, callbacks
 and stop flag) and the member module, so evaluation, grokking detection, diagnostics,
 interventions, retention, weight checkpoints and records work per member unchanged: a member's
 ``record.json`` and TensorBoard events look like those of a separate run.
 
 Compatible = same module class and every setting equal except ``seed_everything``, the weight
-decay and the run's name/id/record path (:func:`compatibility_key`); the sweep runner packs
-runs by that key (``--ensemble-size``).
+decay, the initialisation and the run's name/id/record path (:func:`compatibility_key`); the
+sweep runner packs runs by that key (``--ensemble-size``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from lightning.pytorch.callbacks import ModelCheckpoint, ModelSummary, ProgressB
 
 from grok_lightning.checkpoint_io import trainer_call
 from grok_lightning.config import ConfigError
-from grok_lightning.modules.ensemble import EnsembleModule
+from grok_lightning.ensembles.members import MemberCallbacks
+from grok_lightning.ensembles.module import EnsembleModule
 
-__all__ = ["MemberTrainer", "MemberCallbacks", "compatibility_key", "build_ensemble", "run_ensemble"]
+__all__ = ["build_ensemble", "build_member", "compatibility_key", "run_ensemble"]
 
 #: config entries members may differ in (dotted paths). The transformer's ``init`` and
 #: ``embedding_std`` only change the starting weights (same parameter shapes, same forward), so
@@ -50,124 +51,6 @@ def compatibility_key(config: dict) -> str:
         if isinstance(node, dict):
             node.pop(leaf, None)
     return json.dumps(shared, sort_keys=True, default=str)
-
-
-class MemberTrainer:
-    """The real trainer as member ``e`` should see it (everything else is delegated)."""
-
-    def __init__(self, trainer, ensemble: EnsembleModule, e: int) -> None:
-        self._trainer, self._ensemble, self._e = trainer, ensemble, e
-
-    def __getattr__(self, name):
-        return getattr(self._trainer, name)
-
-    @property
-    def _member(self):
-        return self._ensemble.member_parts[self._e]
-
-    @property
-    def datamodule(self):
-        return self._member["datamodule"]
-
-    @property
-    def callbacks(self) -> list:
-        return self._member["callbacks"]
-
-    @property
-    def logger(self):
-        return self._member["logger"]
-
-    @property
-    def loggers(self) -> list:
-        return [] if self._member["logger"] is None else [self._member["logger"]]
-
-    @property
-    def log_dir(self):
-        return self._member["log_dir"]
-
-    @property
-    def default_root_dir(self):
-        return self._member["log_dir"]
-
-    @property
-    def should_stop(self) -> bool:
-        return self._ensemble.finished[self._e]
-
-    @should_stop.setter
-    def should_stop(self, value: bool) -> None:
-        if value:
-            self._ensemble.finish(self._e)
-
-    def log_step_loss(self, value: float) -> None:
-        """The member's loss of this step, kept where its own ``training_step`` keeps it, so its
-        callbacks log the per-epoch mean/max (and opt-in per-step values) as for a separate run."""
-        self._ensemble.members[self._e].train_step_losses.append(value)
-
-
-class MemberCallbacks(Callback):
-    """Forwards the trainer's hooks to member ``e``'s own callbacks, with its trainer view.
-
-    Epoch-level hooks reach only members still training at the epoch's start (a finished run
-    gets no more epochs); ``on_fit_end`` and ``on_exception`` reach every member.
-    """
-
-    def __init__(self, e: int, callbacks: list, key: str) -> None:
-        self.e, self.inner, self.key = e, callbacks, key  # the same list the trainer view returns
-        self._training = True
-
-    @property
-    def state_key(self) -> str:
-        return f"MemberCallbacks[{self.key}]"
-
-    def _call(self, hook: str, trainer, pl_module, *args, every_member: bool = False) -> None:
-        if not (every_member or self._training):
-            return
-        view, member = pl_module.member_trainers[self.e], pl_module.members[self.e]
-        for callback in self.inner:
-            getattr(callback, hook)(view, member, *args)
-
-    def setup(self, trainer, pl_module, stage):
-        self._call("setup", trainer, pl_module, stage, every_member=True)
-
-    def on_fit_start(self, trainer, pl_module):
-        self._training = not pl_module.finished[self.e]
-        self._call("on_fit_start", trainer, pl_module, every_member=True)
-
-    def on_train_start(self, trainer, pl_module):
-        self._call("on_train_start", trainer, pl_module)
-
-    def on_train_epoch_start(self, trainer, pl_module):
-        self._training = not pl_module.finished[self.e]
-        self._call("on_train_epoch_start", trainer, pl_module)
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        self._call("on_train_batch_end", trainer, pl_module, outputs, batch[self.e], batch_idx)
-
-    def on_before_optimizer_step(self, trainer, pl_module, optimizer):
-        self._call("on_before_optimizer_step", trainer, pl_module, optimizer)
-
-    def on_train_epoch_end(self, trainer, pl_module):
-        self._call("on_train_epoch_end", trainer, pl_module)
-
-    def on_fit_end(self, trainer, pl_module):
-        self._call("on_fit_end", trainer, pl_module, every_member=True)
-        logger = pl_module.member_parts[self.e]["logger"]
-        if logger is not None:
-            logger.finalize("success")
-
-    def on_save_checkpoint(self, trainer, pl_module, checkpoint):
-        self._call("on_save_checkpoint", trainer, pl_module, checkpoint, every_member=True)
-
-    def on_exception(self, trainer, pl_module, exception):
-        self._call("on_exception", trainer, pl_module, exception, every_member=True)
-
-    def state_dict(self) -> dict:
-        return {f"{i}:{c.state_key}": c.state_dict() for i, c in enumerate(self.inner)}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        for i, callback in enumerate(self.inner):
-            if f"{i}:{callback.state_key}" in state_dict:
-                callback.load_state_dict(state_dict[f"{i}:{callback.state_key}"])
 
 
 _NOT_PER_MEMBER = (ModelCheckpoint, ProgressBar, ModelSummary)
