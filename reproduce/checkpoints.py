@@ -3,8 +3,13 @@
 Used by the long-horizon target (reproduce/long_horizon.py: Fig. 6, Table 3, Fig. 7) and open to any
 other post-hoc analysis of the same runs: find a run's checkpoint files, rebuild its model and its
 train/test split from the record's resolved config, load the weights, and measure one checkpoint
-(test accuracy, the head-pattern covariance eigenvalues behind PR_norm, ESD alpha).
-Nothing here trains; everything is read from records and checkpoint files.
+(test accuracy, the head covariance eigenvalues behind PR_norm under a named construction, ESD
+alpha). Nothing here trains; everything is read from records and checkpoint files.
+
+Head outputs (the ``output_`` PR constructions) are read with a forward pre-hook on each
+attention block's output projection: head ``h``'s write into the residual stream is
+``y_h W_O[:, h]^T`` (``y_h`` = its ``A_h V_h`` slice, output bias excluded), ``(B, H, T, d_model)``.
+They live in one space for all heads, which the raw ``A_h V_h`` (each head in its own basis) do not.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from pathlib import Path
 
 import torch
 
+from grok_lightning.metrics.participation import (DEFAULT_PR_CONSTRUCTION, PRState, _pr_compute, _pr_state_update,
+                                                  parse_pr_construction, pr_covariance_eigenvalues)
 from grok_lightning.models import ATTENTION_ARCHS, build_model
 from grok_lightning.modules.grokking import model_kwargs
-from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
+from grok_lightning.stats.spectra import model_esd_alpha
 
-__all__ = ["analyse_checkpoint", "build_model_from_record", "checkpoint_files", "eval_split", "load_checkpoint",
-           "weights_dir"]
+__all__ = ["analyse_checkpoint", "build_model_from_record", "checkpoint_files", "eval_split", "head_pr_states",
+           "load_checkpoint", "weights_dir"]
 
 _EPOCH_FILE = re.compile(r"^epoch_(\d+)\.pt$")
 
@@ -77,36 +84,76 @@ def eval_split(record: dict, split: str = "test") -> tuple[torch.Tensor, torch.T
     return data.eval_splits()[split]
 
 
+def _head_output_hooks(model: torch.nn.Module, sink: list) -> list:
+    """Pre-hooks that append each block's per-head residual writes ``(B, H, T, d_model)`` to ``sink``."""
+    def hook(attn):
+        def capture(projection, inputs):
+            y = inputs[0]  # (B, T, D): the heads' A_h V_h side by side
+            w = projection.weight.view(projection.weight.shape[0], attn.n_heads, attn.d_head)  # (D, H, d_head)
+            heads = y.view(*y.shape[:2], attn.n_heads, attn.d_head)
+            sink.append(torch.einsum("bthe,dhe->bhtd", heads, w))
+        return capture
+    return [block.attn.out.register_forward_pre_hook(hook(block.attn)) for block in model.blocks]
+
+
+@torch.no_grad()
+def head_pr_states(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.Tensor,
+                   sources=("pattern",), per_example: bool = False,
+                   batch_size: int = 1024) -> tuple[int, dict[str, PRState]]:
+    """``(correct predictions, {source: PRState})`` over ``tokens`` in chunks of ``batch_size``.
+
+    ``source`` ``pattern``: the layers' attention probabilities; ``output``: the heads' residual
+    writes (module docstring). The states are sum-reduced, so chunking gives the one-shot value.
+    """
+    outputs: list[torch.Tensor] = []
+    hooks = _head_output_hooks(model, outputs) if "output" in sources else []
+    correct, states = 0, {}
+    try:
+        for start in range(0, len(labels), batch_size):
+            outputs.clear()
+            logits, layers = model(tokens[start:start + batch_size], return_attention=True)
+            correct += int((logits.argmax(-1) == labels[start:start + batch_size]).sum())
+            for source in sources:
+                new = _pr_state_update(layers if source == "pattern" else outputs, per_example)
+                old = states.get(source)
+                states[source] = new if old is None else PRState(*(a + b for a, b in zip(old, new)))
+    finally:
+        for handle in hooks:
+            handle.remove()
+    return correct, states
+
+
 @torch.no_grad()
 def analyse_checkpoint(record: dict, path: str | Path, split: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       batch_size: int = 8192) -> dict:
+                       batch_size: int = 1024, pr_construction: str = DEFAULT_PR_CONSTRUCTION) -> dict:
     """One checkpoint measured on the run's test split (the diagnostics' evaluation batch).
 
     Returns ``epoch``; ``test_acc`` recomputed from the weights and ``logged_test_acc`` (the
     training-time evaluation, ``None`` when that epoch was not evaluated): equal when the model
     and split were rebuilt correctly; ``esd_alpha`` (median over matrices) and
-    ``esd_n_matrices``; for attention models ``eigenvalues``, the ``(L, H)`` head-pattern
-    covariance spectrum per layer (``pr_norm_checkpoint_table``'s input), and
-    ``logged_pr_norm`` (the training-time diagnostic, same covariance).
+    ``esd_n_matrices``; for attention models ``eigenvalues``, the ``(L, H)`` head covariance
+    spectrum per layer under ``pr_construction`` (``pr_norm_checkpoint_table``'s input; ``None``
+    for ``per_example``, which has no single spectrum), ``pr_norm_layers`` (``(L,)`` affine
+    PR_norm) and ``logged_pr_norm`` (the training-time diagnostic; comparable when the run
+    logged the same construction, ``logged_pr_construction``).
     """
     model, payload = load_checkpoint(record, path)
     tokens, labels = split if split is not None else eval_split(record, "test")
-    attention = record["config"]["model"]["arch"] in ATTENTION_ARCHS
-    correct, chunks = 0, []
-    for start in range(0, len(labels), batch_size):
-        x, y = tokens[start:start + batch_size], labels[start:start + batch_size]
-        if attention:
-            logits, layers = model(x, return_attention=True)
-            chunks.append(layers)
-        else:
-            logits = model(x)
-        correct += int((logits.argmax(-1) == y).sum())
     metrics = payload.get("metrics") or {}
     esd = model_esd_alpha(payload["state_dict"])
-    result = {"epoch": int(payload["epoch"]), "test_acc": correct / len(labels),
-              "logged_test_acc": metrics.get("test_acc"), "esd_alpha": esd.alpha,
-              "esd_n_matrices": len(esd.per_matrix), "eigenvalues": None, "logged_pr_norm": metrics.get("pr_norm")}
-    if chunks:
-        layers = [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
-        result["eigenvalues"] = head_covariance_eigenvalues(layers)
+    result = {"epoch": int(payload["epoch"]), "test_acc": None, "logged_test_acc": metrics.get("test_acc"),
+              "esd_alpha": esd.alpha, "esd_n_matrices": len(esd.per_matrix), "eigenvalues": None,
+              "pr_norm_layers": None, "pr_construction": pr_construction, "logged_pr_norm": metrics.get("pr_norm"),
+              "logged_pr_construction": record.get("pr_construction", "coordinates")}
+    if record["config"]["model"]["arch"] not in ATTENTION_ARCHS:
+        correct = sum(int((model(tokens[i:i + batch_size]).argmax(-1) == labels[i:i + batch_size]).sum())
+                      for i in range(0, len(labels), batch_size))
+        result["test_acc"] = correct / len(labels)
+        return result
+    source, centring = parse_pr_construction(pr_construction)
+    correct, states = head_pr_states(model, tokens, labels, (source,), centring == "per_example", batch_size)
+    result["test_acc"] = correct / len(labels)
+    result["pr_norm_layers"] = _pr_compute(states[source], pr_construction)
+    if centring != "per_example":
+        result["eigenvalues"] = pr_covariance_eigenvalues(states[source], pr_construction)
     return result

@@ -2,6 +2,7 @@
 (PR_norm over checkpoints, the C1 identity), Fig. 7 (ESD alpha) and the E8 retention table.
 
     python -m reproduce.long_horizon --profile smoke|paper --out reproduction [--only fig3|fig6|fig7|e8]
+        [--pr-construction examples|heads|coordinates|uncentred|output_examples|...]
 
 One sweep (configs/sweeps/long_horizon.yaml, into ``<out>/long_horizon/sweep``) with CheckpointSchedule
 and RetentionMonitor attached; then, post hoc and without training, the saved ``weights/epoch_*.pt``
@@ -9,6 +10,9 @@ are rebuilt into the model and measured on the run's test split (reproduce/check
 into ``<out>/long_horizon/``: fig3_five_stage.png, fig6_pr_norm.png, fig7_esd_alpha.png,
 checkpoints.csv (one row per run and checkpoint), retention.csv, summary.json, rows.json, NOTES.md.
 ``--only`` (repeatable) runs some parts and merges their rows into the existing rows.json.
+``--pr-construction`` names the head covariance behind PR_norm (default ``examples``, the one nearest
+the paper's Table 3; docs/decisions.md "PR_norm"); the ``per_example`` ones have no spectrum per layer,
+hence no Table 3, and are not offered here.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import write_json_atomic
@@ -32,6 +37,8 @@ from reproduce.report import row
 
 PAPER = "2605.20441"
 PARTS = ("fig3", "fig6", "fig7", "e8")
+#: constructions with one covariance spectrum per layer (a Table 3 row each)
+TABLE3_CONSTRUCTIONS = tuple(c for c in PR_CONSTRUCTIONS if not c.endswith("per_example"))
 SWEEP = "long_horizon.yaml"  # under configs/sweeps/; the rLLC target reads the same runs
 LEAD_SEED, LEAD_WD = 42, 1.0
 #: the paper's stage bands (PAPER_WD_REGIMES.md section 5): Fig. 3 read off the figure, Fig. 6/7 as labelled
@@ -70,16 +77,17 @@ def pick_lead(records: list[dict]) -> tuple[dict, list[dict]]:
     return lead, [r for r in same if r is not lead]
 
 
-def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict) -> tuple[list[dict], list[dict], dict]:
+def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict,
+                        pr_construction: str = DEFAULT_PR_CONSTRUCTION) -> tuple[list[dict], list[dict], dict]:
     """Every saved checkpoint of every run, measured: ``(series for the plots, CSV rows, tables)``;
-    ``tables[run_id]`` is that run's ``pr_norm_checkpoint_table``."""
+    ``tables[run_id]`` is that run's ``pr_norm_checkpoint_table`` under ``pr_construction``."""
     series, csv_rows, tables = [], [], {}
     for record in records:
         files = checkpoint_files(record, runs_root)
         if not files:
             continue
         split = eval_split(record, "test")
-        points = [analyse_checkpoint(record, path, split) for path in files.values()]
+        points = [analyse_checkpoint(record, path, split, pr_construction=pr_construction) for path in files.values()]
         eig = {p["epoch"]: p["eigenvalues"] for p in points if p["eigenvalues"] is not None}
         table = pr_norm_checkpoint_table(eig) if eig else {"rows": [], "table": []}
         tables[record["run_id"]] = table
@@ -100,7 +108,10 @@ def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict) -> tup
                 "pr_norm_c1_mean_layers": t.get("mean_PR_norm_predicted_C1_corrected"),
                 "mean_cv_sample": t.get("mean_CV_lambda"), "pr_norm_ratio_mean_layers": t.get("mean_PR_norm_ratio"),
                 "c1_max_error": max((r["pr_norm_error"] for r in rows), default=math.nan),
-                "logged_pr_norm": p["logged_pr_norm"], "n_layers_valid": len(rows), "esd_alpha": p["esd_alpha"],
+                "pr_construction": pr_construction,
+                # the training-time value is comparable only when the run logged the same construction
+                "logged_pr_norm": p["logged_pr_norm"] if p["logged_pr_construction"] == pr_construction else None,
+                "n_layers_valid": len(rows), "esd_alpha": p["esd_alpha"],
                 "esd_n_matrices": p["esd_n_matrices"], "paper_phase": TABLE3_PHASES.get(e)})
         series.append(s)
     return series, csv_rows, tables
@@ -208,11 +219,12 @@ def part_fig6(ctx: dict, series: list[dict], tables: dict, cap: str) -> list[dic
         "n_valid_layer_rows": len(valid), "n_skipped_layer_rows": sum(t.get("n_skipped", 0) for t in tables.values()),
         "paper_max_pr_norm_identity_error": ref_err, "paper_source": ref_source}
     first, last = lead_s["epoch"][0], lead_s["epoch"][-1]
+    how = f"covariance {ctx['summary']['pr_construction']}"
     quantity = "PR_norm (median over layers) at the {} checkpoint, lead run (" + ctx["label"] + ")"
     return [row(PAPER + " Fig. 6", quantity.format("first"), PAPER_FIG6[0][1], lead_s["pr_norm"][0], profile, 1,
-                note=f"ours at epoch {first}, paper at 100"),
+                note=f"ours at epoch {first}, paper at 100; {how}"),
             row(PAPER + " Fig. 6", quantity.format("last"), PAPER_FIG6[-1][1], lead_s["pr_norm"][-1], profile, 1,
-                note=f"ours at epoch {last}, paper at 20,000"),
+                note=f"ours at epoch {last}, paper at 20,000; {how}"),
             row(PAPER + " Fig. 6", f"PR_norm at the last checkpoint, median over seeds at lambda {lead['config']['wd']}",
                 None, value, profile, len(final), ours_ci=ci, note=f"epoch {last}"),
             row(PAPER + " Table 3", "C1 identity: max abs(PR_norm measured - 1/(1+CV^2)) (sample CV, var_pop corrected), "
@@ -237,6 +249,8 @@ def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
 def main(argv=None) -> Path:
     only = argparse.ArgumentParser(add_help=False)
     only.add_argument("--only", choices=PARTS, action="append", default=None, help="run just this part (repeatable)")
+    only.add_argument("--pr-construction", choices=TABLE3_CONSTRUCTIONS, default=DEFAULT_PR_CONSTRUCTION,
+                      help="head covariance behind PR_norm (Fig. 6, Table 3)")
     known, rest = only.parse_known_args(argv)
     args = parse_args(__doc__, rest)
     parts = known.only or list(PARTS)
@@ -261,13 +275,15 @@ def main(argv=None) -> Path:
     if "e8" in parts:
         rows["e8"] = part_e8(ctx)
     if "fig6" in parts or "fig7" in parts:
-        series, csv_rows, tables = checkpoint_analysis(usable, out / "sweep" / "runs", lead)
+        series, csv_rows, tables = checkpoint_analysis(usable, out / "sweep" / "runs", lead, known.pr_construction)
+        ctx["summary"]["pr_construction"] = known.pr_construction
         with open(out / "checkpoints.csv", "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(csv_rows[0]))
             writer.writeheader()
             writer.writerows(_clean(csv_rows))
         epochs = sorted({e for s in series for e in s["epoch"]})
-        cap = caption(args.profile, f"{info['text']}; checkpoints at epochs {epochs}\n{describe(lead)}",
+        cap = caption(args.profile, f"{info['text']}; checkpoints at epochs {epochs}; PR_norm covariance: "
+                      f"{known.pr_construction}\n{describe(lead)}",
                       _differs(ctx, epochs))
         ctx["lead_series"] = next(s for s in series if s["lead"])
         logged = [r for r in csv_rows if r["logged_test_acc"] is not None]

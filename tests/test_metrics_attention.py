@@ -83,11 +83,13 @@ def np_spectral_gap(attn_list):
 
 
 def np_pr_norm(attn_list):
+    """The default construction: each head's pattern minus its own mean over examples, per (q, k)."""
     affine, ratio = [], []
     for a in attn_list:
         h = a.shape[1]
-        flat = a.transpose(1, 0, 2, 3).reshape(h, -1)
-        ev = np.clip(np.linalg.eigvalsh(np.cov(flat, bias=True)), 0, None)
+        deviations = a - a.mean(axis=0, keepdims=True)
+        flat = deviations.transpose(1, 0, 2, 3).reshape(h, -1)
+        ev = np.clip(np.linalg.eigvalsh(flat @ flat.T / flat.shape[1]), 0, None)
         r = ev.sum() ** 2 / (ev**2).sum()
         affine.append((r - 1) / (h - 1))
         ratio.append(r / h)
@@ -235,7 +237,8 @@ def test_states_are_sum_reduced_like_ddp():
     """Two 'ranks' on disjoint halves, merged with the states' reductions = one process."""
     attn = random_attention(11, n_layers=2, batch=9, heads=4)
     rank0, rank1 = AttentionStatistics(), AttentionStatistics()
-    assert set(rank0._reductions) == {"gram", "head_sum", "entropy_sum", "n_coords", "n_rows"}
+    assert set(rank0._reductions) == {"gram", "head_sum", "entropy_sum", "n_coords", "n_rows", "coord_sum",
+                                      "coord_count", "example_r_sum", "n_examples"}
     assert all(fn.__name__ == "dim_zero_sum" for fn in rank0._reductions.values())
     rank0.update([a[:4] for a in attn])
     rank1.update([a[4:] for a in attn])

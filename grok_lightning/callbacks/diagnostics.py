@@ -24,8 +24,10 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_info
 
 from grok_lightning.callbacks.dashboard import head_cosine_png, log_image
+from grok_lightning.config import require_choice
 from grok_lightning.metrics import AttentionStatistics
 from grok_lightning.metrics.functional import _cosine_from_gram
+from grok_lightning.metrics.participation import CENTRINGS, DEFAULT_PR_CONSTRUCTION
 
 __all__ = ["AttentionDiagnostics"]
 
@@ -38,10 +40,16 @@ class AttentionDiagnostics(Callback):
         per_layer: also log and record ``layer_<k>/<name>`` values.
         image_every: log the head-cosine matrices every this many evaluations, and at t_grok
             and the last evaluated epoch (0 disables all images).
+        pr_construction: the head covariance behind ``pr_norm`` (default ``examples``; the
+            attention-pattern constructions of :mod:`grok_lightning.metrics.participation`);
+            the record says which one (``pr_construction``).
     """
 
-    def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10):
+    def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10,
+                 pr_construction: str = DEFAULT_PR_CONSTRUCTION):
+        require_choice("diagnostics.pr_construction", pr_construction, CENTRINGS)
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
+        self.pr_construction = pr_construction
         self.n_evaluations = 0
         self.imaged_epochs: list[int] = []  # epochs that already have images
         self._noted = False  # the "no attention" note is logged once
@@ -50,6 +58,8 @@ class AttentionDiagnostics(Callback):
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         has_attention = bool(getattr(pl_module, "has_attention", False))
         pl_module.collect_attention = has_attention
+        if has_attention and isinstance(getattr(pl_module, "record_extras", None), dict):
+            pl_module.record_extras["pr_construction"] = self.pr_construction
         if not has_attention:
             arch = getattr(pl_module.hparams, "arch", type(pl_module).__name__)
             note = f"undefined for arch={arch}"
@@ -67,7 +77,7 @@ class AttentionDiagnostics(Callback):
         attentions = getattr(pl_module, "last_attentions", None)
         if attentions is None or (self.n_evaluations - 1) % self.every:
             return
-        statistics = AttentionStatistics(per_layer=True)
+        statistics = AttentionStatistics(per_layer=True, pr_construction=self.pr_construction)
         statistics.update(attentions)
         for name, per_layer in statistics.compute().items():
             metrics[name] = float(per_layer.mean())

@@ -1,6 +1,7 @@
 """Metrics: attention-head order parameters of arXiv 2605.20441 (torchmetrics style).
 
-``functional`` holds the kernels; ``attention`` the :class:`torchmetrics.Metric` wrappers.
+``functional`` holds the kernels; ``attention`` the :class:`torchmetrics.Metric` wrappers;
+``participation`` the PR_norm covariance constructions.
 """
 from grok_lightning.metrics.attention import (
     AttentionStatistics,
@@ -10,6 +11,7 @@ from grok_lightning.metrics.attention import (
     HeadParticipationRatio,
     HeadSpectralGap,
     MeanHeadCosineSimilarity,
+    ParticipationRatio,
     attention_metric_collection,
 )
 from grok_lightning.metrics.functional import (
@@ -31,6 +33,7 @@ from grok_lightning.metrics.functional import (
     participation_ratio_from_cv,
     qk_rank,
 )
+from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS, head_participation
 
 # spectral lock-in metrics: see repulsion.py / spectrum.py
 
@@ -42,6 +45,9 @@ __all__ = [
     "HeadParticipationRatio",
     "HeadSpectralGap",
     "MeanHeadCosineSimilarity",
+    "DEFAULT_PR_CONSTRUCTION",
+    "PR_CONSTRUCTIONS",
+    "ParticipationRatio",
     "STAT_KEYS",
     "attention_metric_collection",
     "attention_statistics",
@@ -52,6 +58,7 @@ __all__ = [
     "head_entropy_mean",
     "head_entropy_range",
     "head_entropy_std",
+    "head_participation",
     "head_participation_ratio",
     "head_spectral_gap",
     "mean_head_cosine_similarity",

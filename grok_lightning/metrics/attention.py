@@ -1,7 +1,8 @@
 r"""torchmetrics wrappers of the attention-head diagnostics (arXiv 2605.20441, section 4).
 
 All classes share one set of sum-reduced float64 states (per-layer Gram of the flattened
-head patterns, per-head coordinate sums, per-head entropy sums and the two counts), so
+head patterns, per-head coordinate sums, per-head entropy sums, the per-coordinate sums over
+examples and the counts that the PR constructions need), so
 feeding an evaluation set in chunks gives the one-shot value up to float64 round-off, and
 DDP (``dist_reduce_fx="sum"``) gives the single-process value. Formulas: see
 :mod:`grok_lightning.metrics.functional`.
@@ -15,6 +16,10 @@ DDP (``dist_reduce_fx="sum"``) gives the single-process value. Formulas: see
 
 Per-layer values: pass ``per_layer=True``; ``compute()`` then returns ``(L,)`` tensors
 instead of the layer mean (the layer mean is exactly ``values.mean()``).
+
+``pr_construction`` (every class) names the head covariance behind PR_norm: the default
+``examples`` or one of the alternatives in :mod:`grok_lightning.metrics.participation`.
+:class:`ParticipationRatio` takes any per-head features (e.g. head outputs) instead of attention.
 
 ``higher_is_better`` is ``None`` everywhere: these are order parameters of the training
 dynamics, not scores. A high s_bar is the synchronised phase near grokking *and* the
@@ -39,6 +44,14 @@ from grok_lightning.metrics.functional import (
     Attentions,
     _attention_state_update,
     _attention_statistics_compute,
+    check_attention_construction,
+)
+from grok_lightning.metrics.participation import (
+    DEFAULT_PR_CONSTRUCTION,
+    PRState,
+    _pr_compute,
+    _pr_state_update,
+    parse_pr_construction,
 )
 
 __all__ = [
@@ -49,6 +62,7 @@ __all__ = [
     "HeadEntropyRange",
     "HeadSpectralGap",
     "HeadParticipationRatio",
+    "ParticipationRatio",
     "attention_metric_collection",
 ]
 
@@ -65,6 +79,10 @@ class _AttentionStateMetric(Metric):
     n_coords: Tensor
     entropy_sum: Tensor
     n_rows: Tensor
+    coord_sum: Tensor
+    coord_count: Tensor
+    example_r_sum: Tensor
+    n_examples: Tensor
 
     def __init__(
         self,
@@ -72,13 +90,16 @@ class _AttentionStateMetric(Metric):
         num_layers: Optional[int] = None,
         num_heads: Optional[int] = None,
         eps: float = EPS,
+        pr_construction: str = DEFAULT_PR_CONSTRUCTION,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if (num_layers is None) != (num_heads is None):
             raise ValueError("give both num_layers and num_heads, or neither")
+        check_attention_construction(pr_construction)
         self.per_layer = per_layer
         self.eps = eps
+        self.pr_construction = pr_construction
         f64 = torch.float64
         if num_layers is None:  # lazily broadcast to (L, H, H) / (L, H) by the first update
             gram, per_head = torch.zeros((), dtype=f64), torch.zeros((), dtype=f64)
@@ -90,26 +111,42 @@ class _AttentionStateMetric(Metric):
         self.add_state("entropy_sum", default=per_head.clone(), dist_reduce_fx="sum")
         self.add_state("n_coords", default=torch.zeros((), dtype=f64), dist_reduce_fx="sum")
         self.add_state("n_rows", default=torch.zeros((), dtype=f64), dist_reduce_fx="sum")
+        # the PR constructions' sums; the coordinate axis (T*T) is shaped by the first update
+        self.add_state("coord_sum", default=torch.zeros((), dtype=f64), dist_reduce_fx="sum")
+        self.add_state("coord_count", default=torch.zeros((), dtype=f64), dist_reduce_fx="sum")
+        self.add_state("example_r_sum", default=torch.zeros(() if num_layers is None else (num_layers,), dtype=f64),
+                       dist_reduce_fx="sum")
+        self.add_state("n_examples", default=torch.zeros((), dtype=f64), dist_reduce_fx="sum")
 
     def update(self, attentions: Attentions) -> None:  # type: ignore[override]
         """Add a chunk: list over layers of ``(B, H, T, T)`` or a stacked ``(L, B, H, T, T)``."""
-        new = _attention_state_update(attentions, self.eps)
+        per_example = parse_pr_construction(self.pr_construction)[1] == "per_example"
+        new = _attention_state_update(attentions, self.eps, per_example=per_example)
         if self.gram.dim() and self.gram.shape != new.gram.shape:
             raise ValueError(
                 f"(layers, heads) changed between updates: {tuple(self.gram.shape[:2])} "
                 f"accumulated, got {tuple(new.gram.shape[:2])}"
             )
+        if self.coord_count.dim() and self.coord_count.shape != new.coord_count.shape:
+            raise ValueError(f"attention shape (T_q * T_k = {new.coord_count.numel()}) changed between updates: "
+                             f"{self.coord_count.numel()} accumulated")
         self.gram = self.gram + new.gram
         self.head_sum = self.head_sum + new.head_sum
         self.entropy_sum = self.entropy_sum + new.entropy_sum
         self.n_coords = self.n_coords + new.n_coords
         self.n_rows = self.n_rows + new.n_rows
+        self.coord_sum = self.coord_sum + new.coord_sum
+        self.coord_count = self.coord_count + new.coord_count
+        self.example_r_sum = self.example_r_sum + new.example_r_sum
+        self.n_examples = self.n_examples + new.n_examples
 
     def _state(self) -> AttentionState:
-        return AttentionState(self.gram, self.head_sum, self.n_coords, self.entropy_sum, self.n_rows)
+        return AttentionState(self.gram, self.head_sum, self.n_coords, self.entropy_sum, self.n_rows,
+                              self.coord_sum, self.coord_count, self.example_r_sum, self.n_examples)
 
     def _compute_keys(self, *keys: str) -> Dict[str, Tensor]:
-        return _attention_statistics_compute(self._state(), self.eps, keys or None, self.per_layer)
+        return _attention_statistics_compute(self._state(), self.eps, keys or None, self.per_layer,
+                                             self.pr_construction)
 
 
 class AttentionStatistics(_AttentionStateMetric):
@@ -260,20 +297,24 @@ class HeadSpectralGap(_SingleAttentionStatistic):
 class HeadParticipationRatio(_SingleAttentionStatistic):
     r"""Normalised participation ratio of the head-pattern covariance eigenvalues.
 
-    Covariance ``C = X X^T / N - mu mu^T`` of the ``H`` flattened head patterns (centred over
-    the ``N = B T T`` coordinates), eigenvalues ``a_k >= 0``, ``R = (sum a)^2 / sum a^2``.
+    Covariance of the ``H`` head patterns under ``pr_construction`` (default ``examples``:
+    ``Cov = (G - sum_c s_c s_c^T / n_c) / N``, each head's pattern minus its own mean over the
+    evaluation examples at every ``(q, k)``; the others in
+    :mod:`grok_lightning.metrics.participation`), eigenvalues ``a_k >= 0``,
+    ``R = (sum a)^2 / sum a^2``.
 
     Args:
         normalization: ``"affine"`` -> ``(R - 1)/(H - 1)``, in ``[0, 1]`` (paper text, Eq. 3,
             and Table 3); ``"ratio"`` -> ``R / H``, in ``[1/H, 1]`` (the paper's Lean file and
             the ``1/H`` floor drawn in its Fig. 6).
-        kwargs: as :class:`AttentionStatistics`.
+        kwargs: as :class:`AttentionStatistics` (``pr_construction`` among them).
 
     Example:
         >>> import torch
-        >>> sharp, flat = torch.eye(3).expand(2, 1, 3, 3), torch.full((2, 1, 3, 3), 1 / 3)
+        >>> varied = torch.rand(4, 1, 3, 3, generator=torch.Generator().manual_seed(0)).softmax(-1)
+        >>> fixed = torch.full((4, 1, 3, 3), 1 / 3)  # the same pattern on every example
         >>> metric = HeadParticipationRatio(normalization="ratio")
-        >>> metric.update([torch.cat([sharp, flat], dim=1)])  # covariance of rank 1
+        >>> metric.update([torch.cat([varied, fixed], dim=1)])  # only head 0 varies: rank 1
         >>> round(metric.compute().item(), 6)  # 1 / H
         0.5
     """
@@ -287,6 +328,64 @@ class HeadParticipationRatio(_SingleAttentionStatistic):
         super().__init__(**kwargs)
         self.normalization = normalization
         self._key = "pr_norm" if normalization == "affine" else "pr_norm_ratio"
+
+
+class ParticipationRatio(Metric):
+    r"""PR_norm of any per-head features (head outputs, for instance) under a named construction.
+
+    ``update(features)``: a list over layers of ``(B, H, *coords)`` tensors or one stacked
+    ``(L, B, H, *coords)`` (a single 4-D tensor is one layer). States: the sum-reduced
+    :class:`~grok_lightning.metrics.participation.PRState` (Gram ``(L, H, H)``, per-coordinate
+    sums ``(L, H, C)`` and counts ``(C,)``, per-example ``R`` sums ``(L,)``, examples), so chunks
+    and DDP ranks add up to the one-shot value.
+
+    Args:
+        construction: one of ``examples, heads, coordinates, uncentred, per_example``; an
+            ``output_`` prefix is accepted and ignored (it only says what the features are).
+        normalization: ``"affine"`` ``(R - 1)/(H - 1)`` or ``"ratio"`` ``R / H``.
+        per_layer: ``compute()`` returns ``(L,)`` values instead of their mean.
+
+    Example:
+        >>> import torch
+        >>> outputs = torch.randn(6, 4, 3, 16, generator=torch.Generator().manual_seed(0))  # (B, H, T, d)
+        >>> metric = ParticipationRatio("output_examples")
+        >>> metric.update([outputs[:2]]); metric.update([outputs[2:]])
+        >>> from grok_lightning.metrics.participation import head_participation
+        >>> torch.allclose(metric.compute(), head_participation([outputs], "examples"))
+        True
+    """
+
+    is_differentiable = False
+    higher_is_better: Optional[bool] = None
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    def __init__(self, construction: str = DEFAULT_PR_CONSTRUCTION, normalization: str = "affine",
+                 per_layer: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.centring = parse_pr_construction(construction)[1]
+        if normalization not in ("affine", "ratio"):
+            raise ValueError(f"normalization must be 'affine' or 'ratio', got {normalization!r}")
+        self.normalization, self.per_layer = normalization, per_layer
+        for name in PRState._fields:  # lazily shaped by the first update
+            self.add_state(name, default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, features: Any) -> None:  # type: ignore[override]
+        new = _pr_state_update(features, self.centring == "per_example")
+        for name in PRState._fields:
+            old = getattr(self, name)
+            if old.dim() and old.shape != getattr(new, name).shape:
+                raise ValueError(f"feature shape changed between updates ({name}: {tuple(old.shape)} accumulated, "
+                                 f"got {tuple(getattr(new, name).shape)})")
+            setattr(self, name, old + getattr(new, name))
+
+    def compute(self) -> Tensor:  # type: ignore[override]
+        if not self.gram.dim():
+            raise RuntimeError("no features have been accumulated yet")
+        state = PRState(*(getattr(self, name) for name in PRState._fields))
+        values = _pr_compute(state, self.centring, self.normalization)
+        return values if self.per_layer else values.mean()
 
 
 def attention_metric_collection(

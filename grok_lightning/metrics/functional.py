@@ -22,20 +22,36 @@ From them (``eps = 1e-12``, ``n_h = sqrt(gram[h, h])``):
 * ``spectral_gap`` = ``lambda_1 - lambda_2`` of ``S`` (``eigvalsh``);
 * per-head entropy ``H_h = entropy_sum / n_rows``; ``entropy_std`` (sigma_H, population
   std, ddof 0), ``entropy_mean`` and ``entropy_range`` (max - min) over heads;
-* covariance ``C = gram / N - mu mu^T`` (``mu = head_sum / N``), eigenvalues ``a_k`` clipped
-  at 0, ``R = (sum a)^2 / sum a^2``; ``pr_norm = (R - 1)/(H - 1)`` (paper text, Eq. 3) and
-  ``pr_norm_ratio = R / H`` (the paper's Lean file). Identity: ``R = H / (1 + CV^2)`` with
-  the population CV of the eigenvalues.
+* the H x H head covariance of the chosen PR construction (default ``examples``: each head's
+  pattern minus its own mean over the evaluation examples, per coordinate; the alternatives and
+  their formulas are in :mod:`grok_lightning.metrics.participation`), eigenvalues ``a_k``
+  clipped at 0, ``R = (sum a)^2 / sum a^2``; ``pr_norm = (R - 1)/(H - 1)`` (paper text, Eq. 3)
+  and ``pr_norm_ratio = R / H`` (the paper's Lean file). Identity: ``R = H / (1 + CV^2)`` with
+  the population CV of the eigenvalues. The constructions need two more sums, also additive:
+  ``coord_sum[l, h, c] = sum_b a[b, h, c]`` over examples (``c`` = a ``(q, k)`` pair) with
+  ``coord_count[c]``, and, for ``per_example`` only, ``example_r_sum[l] = sum_b R_b``.
 
 Each per-layer value is averaged over layers. Undefined cases (``H < 2`` for the pairwise
 quantities, an all-zero covariance for PR) give NaN, the paper's "rank-collapse marker".
 """
 from __future__ import annotations
 
+import warnings
 from typing import Dict, Iterable, NamedTuple, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
+
+from grok_lightning.metrics.participation import (
+    DEFAULT_PR_CONSTRUCTION,
+    NORMALIZATIONS,
+    PRState,
+    _pr_compute,
+    _pr_state_update,
+    normalize_participation_ratio,
+    parse_pr_construction,
+    participation_ratio,
+)
 
 Attentions = Union[Tensor, Sequence[Tensor]]
 
@@ -49,7 +65,6 @@ STAT_KEYS = (
     "pr_norm",
     "pr_norm_ratio",
 )
-NORMALIZATIONS = ("affine", "ratio", "none")
 
 
 class AttentionState(NamedTuple):
@@ -60,6 +75,12 @@ class AttentionState(NamedTuple):
     n_coords: Tensor  # scalar: B * T_q * T_k
     entropy_sum: Tensor  # (L, H)
     n_rows: Tensor  # scalar: B * T_q
+    # for the PR constructions that centre per coordinate or per example; None in a state built
+    # without them, which then supports only the constructions that need the Gram alone
+    coord_sum: Optional[Tensor] = None  # (L, H, T_q * T_k)
+    coord_count: Optional[Tensor] = None  # (T_q * T_k,)
+    example_r_sum: Optional[Tensor] = None  # (L,)
+    n_examples: Optional[Tensor] = None  # scalar: B
 
 
 def _as_layer_tensor(attentions: Attentions) -> Tensor:
@@ -79,20 +100,45 @@ def _as_layer_tensor(attentions: Attentions) -> Tensor:
     return a.detach().to(torch.float64)
 
 
-def _attention_state_update(attentions: Attentions, eps: float = EPS) -> AttentionState:
-    """Sufficient statistics of one chunk of attention (see the module docstring)."""
+def _attention_state_update(attentions: Attentions, eps: float = EPS, per_example: bool = False) -> AttentionState:
+    """Sufficient statistics of one chunk of attention (see the module docstring).
+
+    ``per_example`` also sums the per-example participation ratios (one H x H eigenproblem per
+    example and layer), which only the ``per_example`` PR construction reads.
+    """
     a = _as_layer_tensor(attentions)
     n_layers, batch, n_heads, t_q, t_k = a.shape
-    flat = a.transpose(1, 2).reshape(n_layers, n_heads, -1)  # (L, H, B*T_q*T_k)
-    gram = flat @ flat.transpose(1, 2)
+    pr = _pr_state_update(a, per_example)  # the Gram of the flattened head patterns, and the PR sums
     row_entropy = -(a * torch.log(a + eps)).sum(-1)  # (L, B, H, T_q), nats
     return AttentionState(
-        gram=gram,
-        head_sum=flat.sum(-1),
+        gram=pr.gram,
+        head_sum=pr.coord_sum.sum(-1),
         n_coords=torch.tensor(float(batch * t_q * t_k), dtype=torch.float64, device=a.device),
         entropy_sum=row_entropy.sum(dim=(1, 3)),
         n_rows=torch.tensor(float(batch * t_q), dtype=torch.float64, device=a.device),
+        coord_sum=pr.coord_sum,
+        coord_count=pr.coord_count,
+        example_r_sum=pr.example_r_sum,
+        n_examples=pr.n_examples,
     )
+
+
+def attention_pr_state(state: AttentionState, construction: str = DEFAULT_PR_CONSTRUCTION) -> Optional[PRState]:
+    """The PR statistics inside an attention state, or ``None`` when it lacks what ``construction``
+    needs (a state built without ``coord_sum`` supports only ``coordinates``, ``uncentred`` and
+    ``heads``, which need the Gram and the head sums alone)."""
+    centring = parse_pr_construction(construction)[1]
+    if state.coord_sum is not None and state.coord_count is not None:
+        r_sum = state.example_r_sum if state.example_r_sum is not None else torch.zeros_like(state.head_sum[..., 0])
+        n_examples = state.n_examples if state.n_examples is not None else torch.zeros_like(state.n_rows)
+        if centring == "per_example" and not bool(n_examples > 0):
+            return None
+        return PRState(state.gram, state.coord_sum, state.coord_count, r_sum, n_examples)
+    if centring in ("examples", "per_example"):
+        return None
+    # one pseudo-coordinate carrying the head sums: exact for the constructions that need no more
+    return PRState(state.gram, state.head_sum.unsqueeze(-1), state.n_coords.reshape(1),
+                   torch.zeros_like(state.head_sum[..., 0]), torch.zeros_like(state.n_rows))
 
 
 def _cosine_from_gram(gram: Tensor, eps: float = EPS) -> Tensor:
@@ -101,35 +147,23 @@ def _cosine_from_gram(gram: Tensor, eps: float = EPS) -> Tensor:
     return gram / (norms.unsqueeze(-1) * norms.unsqueeze(-2))
 
 
-def participation_ratio(eigenvalues: Tensor) -> Tensor:
-    """``R = (sum a)^2 / sum a^2`` over the last dim (``a`` clipped at 0; 0/0 gives NaN)."""
-    a = eigenvalues.clamp_min(0)
-    return a.sum(-1) ** 2 / (a**2).sum(-1)
-
-
-def normalize_participation_ratio(pr: Tensor, n: int, normalization: str = "affine") -> Tensor:
-    """``"affine"``: ``(R - 1)/(n - 1)`` (paper text); ``"ratio"``: ``R/n`` (Lean); ``"none"``: ``R``."""
-    if normalization == "affine":
-        return (pr - 1) / (n - 1) if n > 1 else torch.full_like(pr, float("nan"))
-    if normalization == "ratio":
-        return pr / n
-    if normalization == "none":
-        return pr
-    raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
-
-
 def _attention_statistics_compute(
     state: AttentionState,
     eps: float = EPS,
     keys: Optional[Iterable[str]] = None,
     per_layer: bool = False,
+    pr_construction: str = DEFAULT_PR_CONSTRUCTION,
 ) -> Dict[str, Tensor]:
-    """Turn summed statistics into the diagnostics: ``(L,)`` tensors or their layer means."""
+    """Turn summed statistics into the diagnostics: ``(L,)`` tensors or their layer means.
+
+    ``pr_construction`` names the head covariance behind ``pr_norm``/``pr_norm_ratio``; a state
+    that lacks its statistics (:func:`attention_pr_state`) gives NaN for both, with a warning.
+    """
     keys = tuple(STAT_KEYS if keys is None else keys)
     unknown = set(keys) - set(STAT_KEYS)
     if unknown:
         raise ValueError(f"unknown statistics {sorted(unknown)}; choose from {STAT_KEYS}")
-    gram, head_sum, n_coords, entropy_sum, n_rows = state
+    gram, entropy_sum, n_rows = state.gram, state.entropy_sum, state.n_rows
     if gram.dim() != 3:
         raise RuntimeError("no attention has been accumulated yet")
     n_layers, n_heads = gram.shape[0], gram.shape[-1]
@@ -150,11 +184,15 @@ def _attention_statistics_compute(
         out["entropy_mean"] = ent.mean(dim=-1)
         out["entropy_range"] = ent.amax(dim=-1) - ent.amin(dim=-1)
     if {"pr_norm", "pr_norm_ratio"} & set(keys):
-        mu = head_sum / n_coords
-        cov = gram / n_coords - mu.unsqueeze(-1) * mu.unsqueeze(-2)
-        pr = participation_ratio(torch.linalg.eigvalsh(0.5 * (cov + cov.transpose(-2, -1))))
-        out["pr_norm"] = normalize_participation_ratio(pr, n_heads, "affine")
-        out["pr_norm_ratio"] = normalize_participation_ratio(pr, n_heads, "ratio")
+        pr_state = attention_pr_state(state, pr_construction)
+        if pr_state is None:
+            warnings.warn(f"PR construction {pr_construction!r} needs per-coordinate sums that this attention "
+                          "state lacks; pr_norm is NaN", RuntimeWarning, stacklevel=2)
+            out["pr_norm"] = out["pr_norm_ratio"] = nan
+        else:
+            pr = _pr_compute(pr_state, pr_construction, "none")
+            out["pr_norm"] = normalize_participation_ratio(pr, n_heads, "affine")
+            out["pr_norm_ratio"] = normalize_participation_ratio(pr, n_heads, "ratio")
     return {k: (out[k] if per_layer else out[k].mean()) for k in keys}
 
 
@@ -201,12 +239,30 @@ def head_spectral_gap(attentions: Attentions, per_layer: bool = False, eps: floa
 
 
 def head_participation_ratio(
-    attentions: Attentions, normalization: str = "affine", per_layer: bool = False, eps: float = EPS
+    attentions: Attentions,
+    normalization: str = "affine",
+    per_layer: bool = False,
+    eps: float = EPS,
+    construction: str = DEFAULT_PR_CONSTRUCTION,
 ) -> Tensor:
-    """PR of the head-pattern covariance eigenvalues, ``(R-1)/(H-1)`` or ``R/H``, layer-averaged."""
+    """PR of the head-pattern covariance eigenvalues, ``(R-1)/(H-1)`` or ``R/H``, layer-averaged.
+
+    ``construction``: which covariance (:data:`~grok_lightning.metrics.participation.PR_CONSTRUCTIONS`
+    without the ``output_`` ones, which need head outputs: use
+    :func:`~grok_lightning.metrics.participation.head_participation` for those).
+    """
     if normalization not in ("affine", "ratio"):
         raise ValueError(f"normalization must be 'affine' or 'ratio', got {normalization!r}")
-    return _one("pr_norm" if normalization == "affine" else "pr_norm_ratio", attentions, per_layer, eps)
+    check_attention_construction(construction)
+    key = "pr_norm" if normalization == "affine" else "pr_norm_ratio"
+    state = _attention_state_update(attentions, eps, per_example=construction == "per_example")
+    return _attention_statistics_compute(state, eps, (key,), per_layer, construction)[key]
+
+
+def check_attention_construction(construction: str) -> None:
+    """Raise ``ValueError`` unless ``construction`` can be computed from attention probabilities."""
+    if parse_pr_construction(construction)[0] != "pattern":
+        raise ValueError(f"PR construction {construction!r} needs head outputs, not attention probabilities")
 
 
 def head_cosine_matrix(attentions: Attentions, eps: float = EPS) -> Tensor:

@@ -20,7 +20,8 @@ Results can differ from WeightWatcher in the second decimal where its defaults d
 ``fix_fingers``/``xmax`` options, its layer selection, the discrete KS grid of ``powerlaw``).
 
 **C1 identity table** (Table 3). For each checkpoint and layer, the eigenvalues ``a_k`` of the
-H x H head-pattern covariance give ``R = (sum a)^2 / sum a^2`` and, exactly,
+H x H head-pattern covariance (default construction ``examples``; any construction with one
+spectrum per layer, :mod:`grok_lightning.metrics.participation`) give ``R = (sum a)^2 / sum a^2`` and, exactly,
 ``R = H / (1 + CV^2)`` with the population CV of the ``a_k``; the paper's table uses the sample CV
 (torch ``unbiased=True``) converted by ``var_pop = var_sample (H - 1) / H``. The per-row error of
 the identity is at round-off level; the reference JSON reports 2.6e-7 for PR_norm (float32
@@ -37,9 +38,11 @@ from typing import Mapping
 import numpy as np
 import torch
 
-from grok_lightning.metrics.functional import (_attention_state_update, coefficient_of_variation,
-                                               normalize_participation_ratio, participation_identity_error,
-                                               participation_ratio, participation_ratio_from_cv)
+from grok_lightning.metrics.functional import (coefficient_of_variation, normalize_participation_ratio,
+                                               participation_identity_error, participation_ratio,
+                                               participation_ratio_from_cv)
+from grok_lightning.metrics.participation import (DEFAULT_PR_CONSTRUCTION, _pr_state_update, parse_pr_construction,
+                                                  pr_covariance_eigenvalues)
 
 __all__ = ["ESDFit", "ModelESD", "TABLE3_PHASES", "esd_alpha", "esd_eigenvalues", "fit_power_law",
            "head_covariance_eigenvalues", "model_esd_alpha", "pr_identity_rows", "pr_norm_checkpoint_table"]
@@ -174,16 +177,18 @@ def model_esd_alpha(state_dict: Mapping, min_eigs: int = 10, min_tail: int = 10,
 
 
 # --- C1 identity table ----------------------------------------------------------------------
-def head_covariance_eigenvalues(attentions) -> torch.Tensor:
-    """``(L, H)`` eigenvalues (ascending, clipped at 0) of each layer's head-pattern covariance.
+def head_covariance_eigenvalues(features, construction: str = DEFAULT_PR_CONSTRUCTION) -> torch.Tensor:
+    """``(L, H)`` eigenvalues (ascending, clipped at 0) of each layer's head covariance.
 
-    The same covariance as ``pr_norm`` in :mod:`grok_lightning.metrics.functional`
-    (``C = gram / N - mu mu^T`` over the flattened ``B*T*T`` head patterns).
+    ``features``: the layers' attention probabilities (a list of ``(B, H, T, T)`` or one
+    ``(L, B, H, T, T)``), or head outputs for an ``output_`` construction; the covariance is the
+    one behind ``pr_norm`` (:func:`grok_lightning.metrics.participation.pr_covariance`).
+    ``per_example`` has no single spectrum per layer and is refused.
     """
-    state = _attention_state_update(attentions)
-    mu = state.head_sum / state.n_coords
-    cov = state.gram / state.n_coords - mu.unsqueeze(-1) * mu.unsqueeze(-2)
-    return torch.linalg.eigvalsh(0.5 * (cov + cov.transpose(-2, -1))).clamp_min(0)
+    if parse_pr_construction(construction)[1] == "per_example":
+        raise ValueError("the per_example construction has one spectrum per example, not one per layer: "
+                         "no C1 row")
+    return pr_covariance_eigenvalues(_pr_state_update(features), construction)
 
 
 def pr_identity_rows(eigenvalues, epoch: int | None = None) -> list[dict]:
@@ -237,7 +242,8 @@ def pr_norm_checkpoint_table(checkpoints: Mapping[int, object], source: str = "e
     Args:
         checkpoints: ``{epoch: x}`` with ``x`` the ``(L, H)`` covariance eigenvalues
             (``source="eigenvalues"``) or the layers' attention probabilities
-            (``source="attention"``: a list of ``(B, H, T, T)`` or one ``(L, B, H, T, T)``).
+            (``source="attention"``: a list of ``(B, H, T, T)`` or one ``(L, B, H, T, T)``,
+            under the default PR construction).
         phases: epoch -> phase label; default :data:`TABLE3_PHASES` (None for other epochs).
 
     Returns ``{"rows": [...], "table": [...], "max_identity_error": ..., "max_pr_error": ...,
