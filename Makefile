@@ -106,3 +106,6 @@ benchmarks: install ## performance benchmarks (minutes; numbers go into README)
 
 clean: ## remove runs, reproduction outputs and the venv
 	rm -rf runs reproduction $(VENV) .pytest_cache .hypothesis
+
+init-calibration: install ## the initialisation calibration table and figure, from the shipped pilot records (no training)
+	$(PY) -m reproduce.init_calibration --part report --out $(OUT)

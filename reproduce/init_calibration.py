@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import yaml
 from torch.func import functional_call, vmap
@@ -35,7 +37,9 @@ from torch.nn import functional as F
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.metrics.functional import attention_statistics
 from grok_lightning.models.transformer import DecoderTransformer
-from reproduce.common import SWEEPS
+from reproduce.common import REPO, SWEEPS
+
+RESULTS = REPO / "results" / "pilots" / "init_calibration"
 
 INIT_SEEDS = (7, 11, 31, 42, 73)
 VARIANT_KEYS = ("init", "embedding_std", "attention_scale", "norm_position")
@@ -94,10 +98,10 @@ def train_group(members: list[dict], epochs: int, device: str, wd: float = 1.0, 
                 eval_every: int = 10, dense_until: int = 10, deadline: float | None = None) -> list[dict]:
     """Train members sharing one forward (same attention scale and LayerNorm placement)."""
     models = [build(m["variant"], m["seed"]) for m in members]
-    base = models[0].to(device)
-    names = [n for n, _ in base.named_parameters()]
+    names = [n for n, _ in models[0].named_parameters()]
     params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]).to(device).requires_grad_()
               for n in names}
+    base = models[0].to(device)  # only its structure is used: functional_call supplies the weights
     splits = [split(m["seed"]) for m in members]
     x_train = torch.stack([s.x_train for s in splits]).to(device)
     y_train = torch.stack([s.y_train for s in splits]).to(device)
@@ -153,6 +157,68 @@ def train_group(members: list[dict], epochs: int, device: str, wd: float = 1.0, 
              "epochs_trained": epoch, "device": device, "history": h} for m, h in zip(members, histories)]
 
 
+def landmarks(history: dict) -> dict:
+    """The Fig. 2 landmarks of one trajectory (NaN where the trajectory does not reach them)."""
+    epochs, s_bar = np.asarray(history["epoch"]), np.asarray(history["mean_similarity"])
+    sigma, acc = np.asarray(history["entropy_std"]), np.asarray(history["test_acc"])
+    grokked = acc >= 0.99
+    grok = int(epochs[np.argmax(grokked)]) if grokked.any() else None
+
+    def over(lo, hi, values, reduce):
+        keep = (epochs >= lo) & (epochs <= hi)
+        return float(reduce(values[keep])) if keep.any() else math.nan
+
+    return {"s_bar_init": float(s_bar[0]), "t_grok": grok,
+            "s_bar_min_memorising": over(1, grok - 1, s_bar, np.min) if grok else math.nan,
+            "s_bar_peak_100_500": over(100, 500, s_bar, np.max),
+            "s_bar_min_after_500": over(501, epochs[-1], s_bar, np.min),
+            "sigma_H_median_100_500": over(100, 500, sigma, np.median),
+            "sigma_H_max_after_100": over(101, epochs[-1], sigma, np.max),
+            "sigma_H_max_epoch": int(epochs[epochs > 100][np.argmax(sigma[epochs > 100])]) if (epochs > 100).any() else None,
+            "final_test_acc": float(acc[-1]), "epochs": int(epochs[-1])}
+
+
+PAPER_LANDMARKS = {"s_bar_init": 0.93, "t_grok": "120-130", "s_bar_min_memorising": 0.88, "s_bar_peak_100_500": 0.995,
+                   "s_bar_min_after_500": "0.92 (median), 0.88 (seeds)", "sigma_H_median_100_500": 0.04,
+                   "sigma_H_max_after_100": 0.095}
+
+
+def report(results: Path, out: Path) -> None:
+    from grok_lightning.plots.calibration import figure_init_calibration
+
+    init_rows = json.loads((results / "init_s_bar.json").read_text())
+    runs_by_label: dict[str, list[dict]] = {}
+    meta = []
+    for path in sorted(results.glob("train_group*.json")):
+        payload = json.loads(path.read_text())
+        meta.append(f"group {payload['group']}: {payload['device_name']}, torch {payload['torch']}, {payload['wall_s']} s")
+        for run in payload["runs"]:
+            runs_by_label.setdefault(run["label"], []).append(run)
+    table = []
+    for label, runs in runs_by_label.items():
+        marks = [landmarks(r["history"]) for r in runs]
+        row = {"variant": label, "seeds": [r["seed"] for r in runs], "epochs": min(m["epochs"] for m in marks)}
+        for key in PAPER_LANDMARKS:
+            values = [m[key] for m in marks if m[key] is not None and not (isinstance(m[key], float) and math.isnan(m[key]))]
+            row[key] = float(np.median(values)) if values else None
+        table.append(row)
+    lines = ["| variant | seeds | epochs | " + " | ".join(PAPER_LANDMARKS) + " |",
+             "|---" * (3 + len(PAPER_LANDMARKS)) + "|",
+             "| paper (Fig. 2, n = 50) | | | " + " | ".join(str(v) for v in PAPER_LANDMARKS.values()) + " |"]
+    for row in table:
+        cells = ["-" if row[k] is None else (f"{row[k]:.0f}" if k == "t_grok" else f"{row[k]:.3f}") for k in PAPER_LANDMARKS]
+        lines.append(f"| {row['variant']} | {len(row['seeds'])} | {row['epochs']} | " + " | ".join(cells) + " |")
+    (out / "calibration.md").write_text("\n".join(lines) + "\n")
+    (out / "calibration.json").write_text(json.dumps({"rows": table, "paper": PAPER_LANDMARKS, "runs": meta}, indent=1))
+    seeds = sorted({s for row in table for s in row["seeds"]})
+    caption = (f"pilot (calibration, not a profile) | lambda = 1, AdamW lr 1e-3 betas (0.9, 0.999), batch 512, p = 97 add, "
+               f"4L x 8H d128, seeds {seeds}, up to {max(r['epochs'] for r in table)} epochs (time-boxed), FP32 | "
+               + "; ".join(meta) + "\ns_bar at initialisation: full test split, seeds " + ", ".join(map(str, INIT_SEEDS)))
+    fig = figure_init_calibration(init_rows, runs_by_label, caption)
+    fig.savefig(out / "init_calibration.png", dpi=120)
+    print("\n".join(lines))
+
+
 def groups_of(variants: list[dict]) -> list[list[dict]]:
     """Variants that share a forward (attention scale, LayerNorm placement) train as one group."""
     groups: dict[tuple, list[dict]] = {}
@@ -163,7 +229,8 @@ def groups_of(variants: list[dict]) -> list[list[dict]]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("init", "train"), required=True)
+    parser.add_argument("--part", choices=("init", "train", "report"), required=True)
+    parser.add_argument("--results", default=str(RESULTS), help="where the shipped calibration JSONs are (report)")
     parser.add_argument("--out", default="reproduction")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--epochs", type=int, default=3000)
@@ -176,6 +243,9 @@ def main(argv=None) -> None:
     if args.part == "init":
         rows = measure_init()
         (out / "init_s_bar.json").write_text(json.dumps(rows, indent=1))
+        return
+    if args.part == "report":
+        report(Path(args.results), out)
         return
     deadline = None if args.deadline is None else time.time() + args.deadline
     for index, group in enumerate(groups_of(candidate_variants())):
