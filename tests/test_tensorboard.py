@@ -11,12 +11,13 @@ import pytest
 import torch
 from lightning.pytorch import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.compat.proto import summary_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
 from grok_lightning.callbacks import GrokDetector
 from grok_lightning.callbacks.dashboard import curated_hparams, describe
 from grok_lightning.callbacks.evaluation import StepLossLogger
-from grok_lightning.ensemble import build_ensemble
+from grok_lightning.ensembles import build_ensemble
 from grok_lightning.run import GrokCLI
 
 from conftest import InterruptAfter, tiny_config
@@ -62,10 +63,13 @@ def check_dashboard(ev: EventAccumulator, grok_epoch: int | None, final_epoch: i
         if tag.startswith("train_per_step/"):  # the opt-in per-step section, named for its unit
             continue
         assert max(steps) <= EPOCHS, f"{tag}: steps {steps} are not epochs"
-        assert describe(tag) and ev.SummaryMetadata(tag).summary_description == describe(tag), tag
+        metadata = ev.SummaryMetadata(tag)  # with a data class, TensorBoard's fast loader keeps the description
+        assert describe(tag) and metadata.summary_description == describe(tag), tag
+        assert metadata.data_class == summary_pb2.DATA_CLASS_SCALAR, tag
     # the epoch-level training loss: one point per epoch, mean <= max
     assert [e.step for e in ev.Scalars("loss/train_step_mean")] == list(range(1, final_epoch + 1))
-    assert all(m.value <= x.value for m, x in zip(ev.Scalars("loss/train_step_mean"), ev.Scalars("loss/train_step_max")))
+    means, maxima = ev.Scalars("loss/train_step_mean"), ev.Scalars("loss/train_step_max")
+    assert all(m.value <= x.value for m, x in zip(means, maxima))
     # outcomes: exactly one point each, at the last evaluated epoch; no placeholder
     expected = HP if grok_epoch is not None else HP - {"hp/grok_epoch"}
     assert {t for t in scalars if t.startswith("hp/")} == expected
@@ -82,12 +86,12 @@ def check_dashboard(ev: EventAccumulator, grok_epoch: int | None, final_epoch: i
     assert "colour scale" in ev.SummaryMetadata("head_cosine/layer_0").summary_description
 
 
-def hparams_of(ev: EventAccumulator) -> tuple[dict, set]:
+def hparams_of(ev: EventAccumulator):
     content = ev.PluginTagToContent(hparams_metadata.PLUGIN_NAME)
     start = hparams_metadata.parse_session_start_info_plugin_data(content[hparams_metadata.SESSION_START_INFO_TAG])
     experiment = hparams_metadata.parse_experiment_plugin_data(content[hparams_metadata.EXPERIMENT_TAG])
     values = {k: v.string_value if v.HasField("string_value") else v.number_value for k, v in start.hparams.items()}
-    return values, {m.name.tag for m in experiment.metric_infos}
+    return values, experiment
 
 
 def test_single_run_reads_at_a_glance(tmp_path):
@@ -101,11 +105,12 @@ def test_single_run_reads_at_a_glance(tmp_path):
     assert record["grok_epoch"] == GROK and record["final_epoch"] == EPOCHS
     ev = events(cli.trainer.log_dir)
     check_dashboard(ev, GROK, EPOCHS)
-    values, metrics = hparams_of(ev)
-    assert set(values) == CURATED and metrics == HP
-    assert values["arch"] == "transformer" and values["shape"] == "1L x 2H, d16, ff32"
-    assert values["betas"] == "0.9, 0.999" and values["weight decay"] == 1.0 and values["horizon"] == EPOCHS
-    assert values["profile"] == "test" and values["operation"] == "add" and values["p"] == 23
+    values, experiment = hparams_of(ev)
+    assert set(values) == CURATED and {m.name.tag for m in experiment.metric_infos} == HP
+    assert values["arch"] == "transformer" and values["shape"] == "1L 2H d16 ff32"
+    assert values["betas"] == "0.9, 0.999" and values["weight decay"] == 1.0 and values["horizon"] == str(EPOCHS)
+    assert values["profile"] == "test" and values["operation"] == "add" and values["p"] == "23"
+    assert [i.name for i in experiment.hparam_infos if i.differs] == ["arch", "shape", "weight decay", "lr", "seed"]
 
 
 def test_interrupted_resumed_and_finished_run_still_has_one_outcome_point(tmp_path):
@@ -155,7 +160,7 @@ def test_ensemble_members_log_like_separate_runs(tmp_path):
         first_epoch = [e.value for e in ev.Scalars("train_per_step/loss")][:steps_per_epoch]
         assert means[0] == pytest.approx(sum(first_epoch) / steps_per_epoch, rel=1e-5)
         values, _ = hparams_of(ev)
-        assert set(values) == CURATED and values["seed"] == part["config"]["seed_everything"]
+        assert set(values) == CURATED and values["seed"] == str(part["config"]["seed_everything"])
 
 
 def test_curated_hparams_names_tian_and_probes():
@@ -163,7 +168,7 @@ def test_curated_hparams_names_tian_and_probes():
                             "model": {"M": 71, "hidden": 2048, "activation": "x2", "lr": 1e-3, "eta": 2e-4},
                             "data": {"M": 71, "train_fraction": 0.4}})
     assert tian["arch"] == "two-layer x2" and tian["shape"] == "K=2048" and tian["weight decay"] == 2e-4
-    assert tian["p"] == 71 and tian["operation"] == "add" and set(tian) == CURATED
+    assert tian["p"] == "71" and tian["operation"] == "add" and tian["seed"] == "3" and set(tian) == CURATED
     probe = curated_hparams({"module": "GrokkingModule", "model": {"arch": "mamba", "arch_kwargs": {"expand": 2,
                              "use_conv": True}, "betas": [0.9, 0.98]}, "data": {"p": 97}})
     assert probe["shape"] == "expand=2, use_conv=true" and probe["betas"] == "0.9, 0.98"

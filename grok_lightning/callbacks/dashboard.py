@@ -22,7 +22,7 @@ import weakref
 
 from lightning.pytorch.loggers import TensorBoardLogger
 
-__all__ = ["DESCRIPTIONS", "describe", "curated_hparams", "log_scalars", "log_image", "log_hparams",
+__all__ = ["DESCRIPTIONS", "HPARAMS", "describe", "curated_hparams", "log_scalars", "log_image", "log_hparams",
            "head_cosine_png"]
 
 _HEADS_AGREE = {True: "Higher = heads agree", False: "Lower = heads agree"}
@@ -104,6 +104,24 @@ def describe(tag: str) -> str | None:
 
 
 # --- hparams ------------------------------------------------------------------------------
+HPARAMS = {  # name -> description (the HPARAMS tab shows it on the column)
+    "arch": "Architecture (transformer, a probe, or Tian's two-layer network and its activation).",
+    "shape": "Model shape: layers L, heads H, d_model, d_ff (probes: their builder arguments; Tian: hidden units K).",
+    "weight decay": "AdamW's decoupled weight decay lambda (Tian runs: Adam's coupled L2 eta).",
+    "lr": "Learning rate (constant).",
+    "betas": "Adam(W) betas.",
+    "seed": "seed_everything: initialisation and data order.",
+    "operation": "The modular operation (a op b mod p).",
+    "p": "The modulus p (Tian runs: M).",
+    "train fraction": "Fraction of all (a, b) pairs used for training.",
+    "profile": "Run profile: paper, smoke, custom (or a test's).",
+    "horizon": "trainer.max_epochs: the epochs the run may train (grok.extra_epochs may stop it earlier).",
+}
+#: TensorBoard shows five columns by default, those marked as differing between runs first; these
+#: are the five that tell this package's runs apart
+SHOWN_FIRST = ("arch", "shape", "weight decay", "lr", "seed")
+
+
 def _text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -116,8 +134,9 @@ def curated_hparams(config: dict) -> dict:
     """The HPARAMS table: the settings that tell runs apart, under readable names.
 
     ``config`` is a run record's ``config`` (``model``, ``data``, ``module``, ``seed``,
-    ``max_epochs``, ``profile``). Numbers stay numbers (sortable, plottable); everything else,
-    booleans included, is text.
+    ``max_epochs``, ``profile``). Real numbers stay numbers (sortable, plottable); everything else
+    is text: booleans, and integers too, which TensorBoard would print with five significant
+    digits (``200.00``).
     """
     model, data = config.get("model", {}), config.get("data", {})
     if config.get("module") == "TianModule":  # Xu's two-layer network, torch Adam (default betas), a + b mod M
@@ -126,9 +145,11 @@ def curated_hparams(config: dict) -> dict:
     else:
         arch = model.get("arch", config.get("module", "?"))
         if arch == "transformer":
-            shape = f"{model.get('n_layers')}L x {model.get('n_heads')}H, d{model.get('d_model')}, ff{model.get('d_ff')}"
+            # short: the HPARAMS table cuts a cell at about 16 characters
+            shape = f"{model.get('n_layers')}L {model.get('n_heads')}H d{model.get('d_model')} ff{model.get('d_ff')}"
         else:
-            shape = ", ".join(f"{k}={_text(v)}" for k, v in sorted((model.get("arch_kwargs") or {}).items())) or "default"
+            kwargs = sorted((model.get("arch_kwargs") or {}).items())
+            shape = ", ".join(f"{k}={_text(v)}" for k, v in kwargs) or "default"
         weight_decay, betas = model.get("weight_decay"), model.get("betas")
         operation, p = data.get("operation"), data.get("p")
     table = {
@@ -136,43 +157,53 @@ def curated_hparams(config: dict) -> dict:
         "seed": config.get("seed"), "operation": operation, "p": p, "train fraction": data.get("train_fraction"),
         "profile": config.get("profile"), "horizon": config.get("max_epochs"),
     }
-    return {k: v if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v) for k, v in table.items()}
+    return {k: float(v) if isinstance(v, float) else _text(v) for k, v in table.items() if v is not None}
 
 
 # --- writing ------------------------------------------------------------------------------
 _described: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # writer -> tags already described
 
 
-def _writer(logger):
-    """The SummaryWriter behind a TensorBoardLogger (None for other loggers)."""
-    return logger.experiment if isinstance(logger, TensorBoardLogger) else None
+def _writers(trainer) -> list:
+    """The SummaryWriters behind the trainer's TensorBoardLoggers."""
+    return [logger.experiment for logger in trainer.loggers if isinstance(logger, TensorBoardLogger)]
 
 
-def _value(writer, tag: str, plugin, **field):
+def _add(writer, values: list, step: int | None = None) -> None:
     from tensorboard.compat.proto.summary_pb2 import Summary
 
-    value = Summary.Value(tag=tag, **field)
+    writer._get_file_writer().add_summary(Summary(value=values), step)
+
+
+def _value(writer, tag: str, plugin, data_class: str, **field):
+    """A summary value; the tag's first one in this writer's file carries its description."""
+    from tensorboard.compat.proto import summary_pb2
+
+    value = summary_pb2.Summary.Value(tag=tag, **field)
     seen = _described.setdefault(writer, set())
     if tag not in seen:  # TensorBoard keeps the metadata of a tag's first point in a file only
         seen.add(tag)
-        value.metadata.CopyFrom(plugin.create_summary_metadata(display_name="", description=describe(tag) or ""))
+        # display name = tag: an empty one makes the SCALARS tab print the tag twice on a card
+        metadata = plugin.create_summary_metadata(display_name=tag, description=describe(tag) or "")
+        # with a data class set, TensorBoard's fast (Rust) loader keeps this metadata, description
+        # included, instead of making up its own for an old-style value
+        metadata.data_class = getattr(summary_pb2, data_class)
+        value.metadata.CopyFrom(metadata)
     return value
 
 
 def log_scalars(trainer, scalars: dict[str, float], step: int) -> None:
     """Write ``scalars`` at ``step`` to every logger; TensorBoard gets them with descriptions."""
-    from tensorboard.compat.proto.summary_pb2 import Summary
     from tensorboard.plugins.scalar import metadata
 
     if not scalars:
         return
     for logger in trainer.loggers:
-        writer = _writer(logger)
-        if writer is None:
+        if not isinstance(logger, TensorBoardLogger):
             logger.log_metrics(scalars, step=step)
-            continue
-        values = [_value(writer, tag, metadata, simple_value=float(v)) for tag, v in scalars.items()]
-        writer._get_file_writer().add_summary(Summary(value=values), step)
+    for writer in _writers(trainer):
+        _add(writer, [_value(writer, tag, metadata, "DATA_CLASS_SCALAR", simple_value=float(v))
+                      for tag, v in scalars.items()], step)
 
 
 def log_image(trainer, tag: str, png: bytes, size: tuple[int, int], step: int) -> None:
@@ -182,22 +213,34 @@ def log_image(trainer, tag: str, png: bytes, size: tuple[int, int], step: int) -
 
     width, height = size
     image = Summary.Image(height=height, width=width, colorspace=4, encoded_image_string=png)
-    for logger in trainer.loggers:
-        writer = _writer(logger)
-        if writer is not None:
-            writer._get_file_writer().add_summary(Summary(value=[_value(writer, tag, metadata, image=image)]), step)
+    for writer in _writers(trainer):
+        _add(writer, [_value(writer, tag, metadata, "DATA_CLASS_BLOB_SEQUENCE", image=image)], step)
 
 
 def log_hparams(trainer, hparams: dict, metrics: tuple[str, ...]) -> None:
-    """The HPARAMS entry: ``hparams`` and the names of the outcome ``metrics`` (their values are
-    written once, at the end of the run, by :func:`log_scalars`; no placeholder point)."""
-    from torch.utils.tensorboard.summary import hparams as hparams_summaries
+    """The HPARAMS entry: ``hparams`` and the names of the outcome ``metrics``, whose values are
+    written once, at the end of the run, by :func:`log_scalars` (no placeholder point)."""
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 
-    for logger in trainer.loggers:
-        writer = _writer(logger)
-        if writer is not None:
-            for summary in hparams_summaries(hparams, {name: 0.0 for name in metrics}):  # values unused
-                writer._get_file_writer().add_summary(summary)
+    infos, start = [], plugin_data_pb2.SessionStartInfo()
+    for name, value in hparams.items():
+        number = isinstance(value, float)
+        infos.append(api_pb2.HParamInfo(name=name, description=HPARAMS.get(name, ""), differs=name in SHOWN_FIRST,
+                                        type=api_pb2.DATA_TYPE_FLOAT64 if number else api_pb2.DATA_TYPE_STRING))
+        if number:
+            start.hparams[name].number_value = value
+        else:
+            start.hparams[name].string_value = value
+    outcomes = [api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag), description=describe(tag) or "")
+                for tag in metrics]
+    experiment = plugin_data_pb2.HParamsPluginData(
+        experiment=api_pb2.Experiment(hparam_infos=infos, metric_infos=outcomes))
+    session = plugin_data_pb2.HParamsPluginData(session_start_info=start)
+    values = [Summary.Value(tag=tag, metadata=metadata.create_summary_metadata(data))
+              for tag, data in ((metadata.EXPERIMENT_TAG, experiment), (metadata.SESSION_START_INFO_TAG, session))]
+    for writer in _writers(trainer):
+        _add(writer, values)
 
 
 # --- images -------------------------------------------------------------------------------
