@@ -3,19 +3,30 @@
     python -m reproduce.fig11 --profile smoke|paper --out reproduction
 
 Fits Omega(t) = Omega_inf + (Omega_0 - Omega_inf) exp(-eta kappa lambda t) to the total weight
-norm of each lambda = 1 run (t in epochs, as in the paper), takes the median kappa over seeds,
-and tabulates lambda_c = -ln(1 - p_relax) / (eta kappa T_max) against the empirical lambda_c.
+norm of each lambda = 1 run of the long-horizon sweep (t in epochs, as in the paper) two ways, and
+reports both:
 
-* ``paper``: configs/sweeps/relaxation.yaml (canonical model, 5 seeds, 20,000 epochs); T_max =
-  20,000, the horizon the paper's Table 4 used; empirical lambda_c from Fig. 5.
-* ``smoke``: no runs of its own: the lambda = 1 runs of the canonical sweep's smoke profile
-  (``<out>/fig5/sweep``), T_max = that sweep's horizon, empirical lambda_c = the smoke Fig. 5
-  fit. So the bound and the empirical value describe the same model and horizon.
+* the dense fit: every evaluated epoch from 0 (the initialisation included), Omega_0 free;
+* the paper's estimator: the run's saved weight checkpoints only (the paper's 11 epochs, 100 to
+  20,000, in the paper profile), Omega_0 <= 200, as in the paper (App. C.5). Its kappa = 18.6 is
+  ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta): the cap, not the data, set it (docs/decisions.md).
+
+The bound lambda_c = -ln(1 - p_relax) / (eta kappa T_max) is compared with the empirical lambda_c
+of the canonical weight-decay sweep (Fig. 5), so T_max is *that* sweep's horizon: 5,000 epochs in
+the paper profile (the paper's Table 4 used 20,000, the long run's; that row is kept for
+comparison), 250 in smoke.
+
+* ``paper``: configs/sweeps/long_horizon.yaml, lambda = 1, seeds 42, 7, 11, 31, 123 (the paper's
+  cross-seed kappa runs), 20,000 epochs, weights at the paper's 11 checkpoints.
+* ``smoke``: the same sweep's smoke profile (smoke model, seeds 42 and 7, 300 epochs, weights
+  every 25 epochs, of which the evaluated ones, every 50, are the estimator's checkpoints).
+Both share ``<out>/long_horizon/sweep`` with the long-horizon target, so neither trains twice.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,79 +34,164 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_relaxation
 from grok_lightning.stats import P_RELAX_LEVELS, adamw_bound_table, fit_exponential_relaxation
-from reproduce.common import describe, median_ci, parse_args, sweep_records, sweep_summary, write_outputs
+from grok_lightning.stats.relaxation import (PAPER_FIT_EPOCHS, PAPER_LR, PAPER_OMEGA0_CAP, PAPER_OMEGA_100,
+                                             PAPER_OMEGA_INF, PAPER_T_MAX, fit_relaxation_paper, kappa_two_point)
+from reproduce.common import SWEEPS, describe, median_ci, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 11 / Table 4"
 PAPER_VALUES = {"kappa": 18.6, "bound_099": 0.0124, "ratio_099": 0.78}
+RUNS_SWEEP, WD_SWEEP = "long_horizon.yaml", "canonical_wd.yaml"
+
+
+def checkpoint_epochs(record: dict) -> list[int]:
+    """The epochs of the run's saved weights (``weights/epoch_XXXXX.pt``); the paper's 11 when none."""
+    saved = sorted(int(m.group(1)) for name in record.get("weight_checkpoints") or []
+                   if (m := re.search(r"epoch_(\d+)\.pt$", str(name))))
+    return saved or list(PAPER_FIT_EPOCHS)
+
+
+def _fits(record: dict) -> dict:
+    h, c = record["history"], record["config"]
+    t, omega = np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float)
+    lr, wd = c["model"]["lr"], c["wd"]
+    out = {}
+    dense = fit_exponential_relaxation(t, omega)
+    out["dense"] = {"fit": dense, "kappa": dense.kappa(lr, wd) if dense.converged else float("nan")}
+    try:
+        paper = fit_relaxation_paper(t, omega, epochs=checkpoint_epochs(record))
+        out["paper"] = {"fit": paper, "kappa": paper.kappa(lr, wd) if paper.converged else float("nan")}
+    except ValueError as err:  # too few checkpoints inside the horizon
+        out["paper"] = {"fit": None, "kappa": float("nan"), "error": str(err)}
+    out["omega_at_init"] = float(omega[t == 0][0]) if (t == 0).any() else None
+    return out
 
 
 def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, out: Path) -> dict:
+    """``t_max``: the horizon of the lambda_c sweep that ``empirical`` comes from."""
     out.mkdir(parents=True, exist_ok=True)
     runs = [r for r in records if r["status"] == "completed" and abs(r["config"]["wd"] - 1.0) < 1e-12]
     if not runs:
         raise SystemExit("fig11: no completed lambda = 1 runs to fit")
-    per_seed = {}
-    for r in runs:
-        h = r["history"]
-        fit = fit_exponential_relaxation(h["epoch"], h["weight_norm"])
-        lr = r["config"]["model"]["lr"]
-        kappa = fit.kappa(lr, r["config"]["wd"]) if fit.converged else float("nan")
-        per_seed[r["config"]["seed"]] = {"fit": fit, "kappa": kappa, "run": r}
-    kappas = [v["kappa"] for v in per_seed.values()]
-    kappa, kappa_ci = median_ci(kappas)
+    per_seed = {r["config"]["seed"]: {**_fits(r), "run": r} for r in runs}
     lr = runs[0]["config"]["model"]["lr"]
     ci = empirical.get("wd_c_ci")
     ci = tuple(ci) if ci and all(v is not None and np.isfinite(v) for v in ci) else None
-    table = adamw_bound_table(kappa, lr, t_max, P_RELAX_LEVELS, empirical.get("wd_c"), ci)
-    # the figure shows the seed whose kappa is the median one (the paper shows seed 42)
-    shown_seed = min(per_seed, key=lambda s: abs(per_seed[s]["kappa"] - kappa) if np.isfinite(per_seed[s]["kappa"]) else np.inf)
+    kappa, kappa_ci, tables = {}, {}, {}
+    for how in ("dense", "paper"):
+        kappa[how], kappa_ci[how] = median_ci([v[how]["kappa"] for v in per_seed.values()])
+        tables[how] = (adamw_bound_table(kappa[how], lr, t_max, P_RELAX_LEVELS, empirical.get("wd_c"), ci)
+                       if np.isfinite(kappa[how]) else [])
+    # the figure shows the seed whose dense kappa is the median one (the paper shows seed 42)
+    shown_seed = min(per_seed, key=lambda s: abs(per_seed[s]["dense"]["kappa"] - kappa["dense"])
+                     if np.isfinite(per_seed[s]["dense"]["kappa"]) else np.inf)
     shown = per_seed[shown_seed]
     h = shown["run"]["history"]
-    info = sweep_summary(runs)
-    details = (f"lambda = 1, seeds {sorted(per_seed)}; kappa per seed "
-               f"{ {s: round(v['kappa'], 2) for s, v in per_seed.items()} } (panel A: seed {shown_seed}); "
-               f"T_max = {t_max:g} epochs\n{describe(shown['run'])}")
+    details = (f"lambda = 1, seeds {sorted(per_seed)}; kappa per seed, dense "
+               f"{ {s: round(v['dense']['kappa'], 2) for s, v in per_seed.items()} }, paper's estimator "
+               f"{ {s: round(v['paper']['kappa'], 2) for s, v in per_seed.items()} } (panel A: seed {shown_seed}); "
+               f"T_max = {t_max:g} epochs (the lambda_c sweep's horizon)\n{describe(shown['run'])}")
+    horizon = max(r["config"]["max_epochs"] for r in runs)
     differs = None if profile == "paper" else (
-        f"smoke model, runs stop 20 epochs after grokking (trajectories end near epoch {max(max(r['history']['epoch']) for r in runs)}), "
-        f"T_max = {t_max:g} (paper: canonical model, 20,000 epochs)")
-    fig = figure_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float), shown["fit"],
-                            shown["kappa"], table, empirical, PAPER_VALUES, caption(profile, details, differs))
+        f"smoke model, {horizon}-epoch runs, estimator checkpoints {checkpoint_epochs(shown['run'])} "
+        f"(paper: canonical model, 20,000 epochs, 11 checkpoints), T_max = {t_max:g}")
+    fig = figure_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float),
+                            [("dense fit", shown["dense"]["fit"], shown["dense"]["kappa"]),
+                             (f"paper's estimator (checkpoints, $\\Omega_0 \\leq$ {PAPER_OMEGA0_CAP:g})",
+                              shown["paper"]["fit"], shown["paper"]["kappa"])],
+                            [("dense", tables["dense"]), ("paper's estimator", tables["paper"])],
+                            empirical, PAPER_VALUES, caption(profile, details, differs))
     fig.savefig(out / "fig11_relaxation.png", dpi=130)
-    at_099 = next(t for t in table if abs(t["p_relax"] - 0.99) < 1e-9)
-    note = "" if profile == "paper" else f"smoke: compare with our smoke lambda_c (T_max = {t_max:g})"
-    rows = [
-        row(PAPER, "kappa (AdamW amplification), median over seeds", PAPER_VALUES["kappa"], _num(kappa), profile,
-            len(kappas), ours_ci=kappa_ci, note="" if profile == "paper" else "smoke model and horizon"),
-        row(PAPER, "AdamW bound lambda_c at p_relax = 0.99", PAPER_VALUES["bound_099"], _num(at_099["wd_c_bound"]),
-            profile, len(kappas), note=note),
-        row(PAPER, "bound / empirical lambda_c at p_relax = 0.99", PAPER_VALUES["ratio_099"],
-            _num(at_099.get("ratio_to_empirical")), profile, len(kappas),
-            note=f"empirical lambda_c {empirical.get('wd_c')} {empirical.get('wd_c_ci')}; "
-                 f"bound inside its CI: {at_099.get('in_ci')}"),
-    ]
-    summary = {"profile": profile, "t_max": t_max, "kappa": _num(kappa), "kappa_ci": kappa_ci, "lr": lr,
-               "per_seed": {str(s): {"kappa": _num(v["kappa"]), **v["fit"].to_dict()} for s, v in per_seed.items()},
-               "bound_table": table, "empirical": empirical, "sweep": info}
+    rows = kappa_rows(per_seed, kappa, kappa_ci, profile)
+    rows += bound_rows(tables, empirical, t_max, profile, len(per_seed))
+    if profile == "paper" and np.isfinite(kappa["paper"]):  # like for like with the paper's Table 4
+        at_20k = adamw_bound_table(kappa["paper"], lr, PAPER_T_MAX, (0.99,), empirical.get("wd_c"), ci)[0]
+        rows.append(row(PAPER, "AdamW bound lambda_c at p_relax = 0.99, paper's estimator, T_max = 20,000 (as "
+                        "Table 4; not the lambda_c sweep's horizon)", PAPER_VALUES["bound_099"],
+                        _num(at_20k["wd_c_bound"]), profile, len(per_seed)))
+    summary = {"profile": profile, "t_max": t_max, "t_max_source": f"{WD_SWEEP} ({profile}) horizon",
+               "kappa": _num(kappa["dense"]), "kappa_ci": kappa_ci["dense"],
+               "kappa_paper_estimator": _num(kappa["paper"]), "kappa_paper_estimator_ci": kappa_ci["paper"],
+               "lr": lr, "paper_kappa_check": paper_kappa_check(),
+               "per_seed": {str(s): {"omega_at_init": v["omega_at_init"], "checkpoints": checkpoint_epochs(v["run"]),
+                                     **{how: {"kappa": _num(v[how]["kappa"]), "error": v[how].get("error"),
+                                              **(v[how]["fit"].to_dict() if v[how]["fit"] else {})}
+                                        for how in ("dense", "paper")}}
+                            for s, v in per_seed.items()},
+               "bound_table": tables["dense"], "bound_table_paper_estimator": tables["paper"], "empirical": empirical,
+               "sweep": sweep_summary(runs)}
     write_outputs(out, summary, rows)
     return summary
+
+
+def paper_kappa_check() -> dict:
+    """The paper's kappa from its own numbers: Omega_0 at the cap of 200 through (100, 55.2)."""
+    capped = kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0)
+    rounding = [kappa_two_point(PAPER_OMEGA_100 + a, PAPER_OMEGA_INF + b, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0)
+                for a in (-0.05, 0.05) for b in (-0.05, 0.05)]
+    return {"kappa_capped": capped, "rounding_range": [min(rounding), max(rounding)], "paper_json": 18.583,
+            "formula": "ln((200 - 28.4)/(55.2 - 28.4)) / (100 * 1e-3)"}
+
+
+def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str) -> list[dict]:
+    check = paper_kappa_check()
+    n = len(per_seed)
+    init = [v["omega_at_init"] for v in per_seed.values() if v["omega_at_init"]]
+    lead = next(iter(per_seed.values()))
+    true_start = (kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, float(np.median(init)), 100, PAPER_LR, 1.0)
+                  if init and profile == "paper" and np.median(init) > PAPER_OMEGA_100 else None)
+    note = "" if profile == "paper" else "smoke model and horizon"
+    errors = sorted({v["paper"]["error"] for v in per_seed.values() if v["paper"].get("error")})
+    at_cap = sum("omega_0" in (v["paper"]["fit"].at_bound if v["paper"]["fit"] else []) for v in per_seed.values())
+    start = f"Omega at init (median) {np.median(init):.1f}" if init else ""
+    return [
+        row(PAPER, "kappa, dense fit (every evaluated epoch from 0, Omega_0 free), median over seeds",
+            PAPER_VALUES["kappa"], _num(kappa["dense"]), profile, n, ours_ci=kappa_ci["dense"],
+            note="; ".join(filter(None, [note, start]))),
+        row(PAPER, "kappa, the paper's estimator (checkpoints only, Omega_0 <= 200), median over seeds",
+            PAPER_VALUES["kappa"], _num(kappa["paper"]), profile, n, ours_ci=kappa_ci["paper"],
+            note="; ".join(filter(None, [note, f"checkpoints {checkpoint_epochs(lead['run'])}",
+                                         f"Omega_0 at the cap in {at_cap}/{n}", *errors]))),
+        row(PAPER, "kappa from the paper's own numbers, ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta)", 18.583,
+            round(check["kappa_capped"], 3), "paper numbers", 1,
+            note=f"equal within the rounding of 28.4 and 55.2 ({check['rounding_range'][0]:.2f}-"
+                 f"{check['rounding_range'][1]:.2f}): Omega_0 sat at the fit's cap of 200"
+                 + (f"; with our canonical initial norm the same point gives {true_start:.1f}" if true_start else "")),
+    ]
+
+
+def bound_rows(tables: dict, empirical: dict, t_max: float, profile: str, n: int) -> list[dict]:
+    rows = []
+    where = f"T_max = {t_max:g} (the lambda_c sweep's horizon; the paper's Table 4 used 20,000)"
+    for how, label in (("paper", "paper's estimator"), ("dense", "dense fit")):
+        at_099 = next((t for t in tables[how] if abs(t["p_relax"] - 0.99) < 1e-9), {})
+        rows.append(row(PAPER, f"AdamW bound lambda_c at p_relax = 0.99, {label} kappa", PAPER_VALUES["bound_099"],
+                        _num(at_099.get("wd_c_bound")), profile, n, note=where))
+        rows.append(row(PAPER, f"bound / empirical lambda_c at p_relax = 0.99, {label} kappa", PAPER_VALUES["ratio_099"],
+                        _num(at_099.get("ratio_to_empirical")), profile, n,
+                        note=f"empirical lambda_c {empirical.get('wd_c')} {empirical.get('wd_c_ci')}; "
+                             f"bound inside its CI: {at_099.get('in_ci')}; {where}"))
+    return rows
 
 
 def _num(x):
     return float(x) if x is not None and np.isfinite(x) else None
 
 
+def wd_sweep_horizon(profile: str) -> float:
+    """The horizon of the canonical weight-decay sweep (the empirical lambda_c) in this profile."""
+    from grok_lightning.sweep.grid import load_sweep, max_epochs_of
+
+    return float(max(max_epochs_of(spec.config) for spec in load_sweep(SWEEPS / WD_SWEEP, profile=profile).expand()))
+
+
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     root = Path(args.out)
     out = root / "fig11"
+    records = sweep_records(RUNS_SWEEP, args.profile, root / "long_horizon", args.workers)
+    t_max = wd_sweep_horizon(args.profile)
     fig5_fits = root / "fig5" / "fits.json"
-    if args.profile == "smoke":
-        records = sweep_records("canonical_wd.yaml", "smoke", root / "fig5", args.workers)
-        t_max = float(max(r["config"]["max_epochs"] for r in records))
-    else:
-        records = sweep_records("relaxation.yaml", "paper", out, args.workers)
-        t_max = 20000.0
     empirical = {}
     if fig5_fits.exists():
         fits = json.loads(fig5_fits.read_text())
@@ -104,11 +200,11 @@ def main(argv=None) -> Path:
     if not empirical:
         from reproduce import fig5
 
-        fits = fig5.analyse(sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.workers),
-                            args.profile, root / "fig5")
+        fits = fig5.analyse(sweep_records(WD_SWEEP, args.profile, root / "fig5", args.workers), args.profile, root / "fig5")
         empirical = {"wd_c": fits["main"]["wd_c"], "wd_c_ci": fits["main"]["wd_c_ci"]}
     summary = analyse(records, empirical, t_max, args.profile, out)
-    print(f"fig11: kappa = {summary['kappa']}; {out / 'fig11_relaxation.png'}")
+    print(f"fig11: kappa dense {summary['kappa']}, paper's estimator {summary['kappa_paper_estimator']}; "
+          f"{out / 'fig11_relaxation.png'}")
     return out
 
 

@@ -170,40 +170,47 @@ def figure_multitask(counts: dict, totals: dict, wds: list[float], rows: list[st
     return _finish(fig, "Fig. 9: grokking counts per task, scale and weight decay", caption_text, bottom=0.2)
 
 
-def figure_relaxation(t: np.ndarray, omega: np.ndarray, fit: RelaxationFit, kappa: float, bound_rows: list[dict],
+def figure_relaxation(t: np.ndarray, omega: np.ndarray, fits: list[tuple], bound_sets: list[tuple],
                       empirical: dict, paper_values: dict, caption_text: str):
-    """Fig. 11: (A) Omega_total(t) with the exponential-relaxation fit and kappa; (B) the AdamW
-    bound lambda_c(p_relax) against the empirical lambda_c and its CI (Table 4 as a plot).
+    """Fig. 11: (A) Omega_total(t) with one or more exponential-relaxation fits and their kappa; (B)
+    the AdamW bound lambda_c(p_relax) of each kappa against the empirical lambda_c and its CI
+    (Table 4 as a plot).
 
-    ``empirical``: ``{"wd_c": .., "wd_c_ci": [..]}`` (ours, same horizon); ``paper_values``:
-    ``{"kappa": .., "bound_099": ..}``.
+    ``fits``: ``[(label, RelaxationFit or None, kappa), ...]``; ``bound_sets``: ``[(label,
+    adamw_bound_table rows), ...]``; ``empirical``: ``{"wd_c": .., "wd_c_ci": [..]}`` (ours, same
+    horizon); ``paper_values``: ``{"kappa": .., "bound_099": ..}``.
     """
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4.4))
     ax_a.plot(t, omega, "o", markersize=3, color="black", label=r"$\Omega_{total}$ (L2 norm of all weights)")
-    if fit.converged:
-        ts = np.linspace(t.min(), t.max(), 300)
-        ax_a.plot(ts, relaxation_curve(ts, fit.omega_inf, fit.omega_0, fit.rate), color="tab:blue",
-                  label=f"fit: $\\Omega_\\infty$ = {fit.omega_inf:.3g}, rate = {fit.rate:.3g}/epoch, "
-                        f"$\\kappa$ = {kappa:.3g} (R$^2$ = {fit.r2:.3f})")
-    ax_a.plot([], [], **PAPER_STYLE, label=f"paper $\\kappa$ = {paper_values['kappa']} (canonical, 20,000 epochs)")
+    colors = ("tab:blue", "tab:orange", "tab:purple")
+    ts = np.linspace(0.0, t.max(), 300)
+    for (label, fit, kappa), color in zip(fits, colors):
+        if fit is not None and fit.converged:
+            ax_a.plot(ts, relaxation_curve(ts, fit.omega_inf, fit.omega_0, fit.rate), color=color,
+                      label=f"{label}: $\\Omega_0$ = {fit.omega_0:.3g}, $\\Omega_\\infty$ = {fit.omega_inf:.3g}, "
+                            f"$\\kappa$ = {kappa:.3g} (R$^2$ = {fit.r2:.3f})")
+    ax_a.plot([], [], **PAPER_STYLE, label=f"paper $\\kappa$ = {paper_values['kappa']} (canonical, 20,000 epochs, "
+                                           r"$\Omega_0$ at its cap of 200)")
     ax_a.set_xlabel("epoch")
     ax_a.set_ylabel(r"$\Omega_{total}$")
     ax_a.set_title("(A) weight-norm relaxation", fontsize=9)
-    ax_a.legend(fontsize=6.5)
+    ax_a.legend(fontsize=6)
 
-    p = np.array([r["p_relax"] for r in bound_rows])
-    bound = np.array([r["wd_c_bound"] for r in bound_rows])
-    ax_b.plot(p, bound, "o-", color="tab:blue", label=r"AdamW bound $-\ln(1-p)/(\eta\kappa T_{max})$")
+    for (label, rows), color in zip(bound_sets, colors):
+        if rows:
+            p = np.array([r["p_relax"] for r in rows])
+            ax_b.plot(p, [r["wd_c_bound"] for r in rows], "o-", color=color,
+                      label=f"AdamW bound $-\\ln(1-p)/(\\eta\\kappa T_{{max}})$, {label} $\\kappa$")
     if empirical.get("wd_c") is not None and np.isfinite(empirical["wd_c"]):
         ax_b.axhline(empirical["wd_c"], color="tab:green", label=f"our empirical $\\lambda_c$ = {empirical['wd_c']:.3g}")
         ci = empirical.get("wd_c_ci")
         if ci and all(v is not None and np.isfinite(v) for v in ci):
             ax_b.axhspan(ci[0], ci[1], color="tab:green", alpha=0.15, label="its bootstrap 95% CI")
     ax_b.plot([0.99], [paper_values["bound_099"]], "*", color="black", markersize=9,
-              label=f"paper bound at p = 0.99: {paper_values['bound_099']}")
+              label=f"paper bound at p = 0.99: {paper_values['bound_099']} (T_max 20,000)")
     ax_b.set_yscale("log")
     ax_b.set_xlabel(r"$p_{relax}$")
     ax_b.set_ylabel(r"$\lambda_c$")
     ax_b.set_title("(B) horizon bound vs empirical critical weight decay", fontsize=9)
-    ax_b.legend(fontsize=6.5)
+    ax_b.legend(fontsize=6)
     return _finish(fig, "Fig. 11: AdamW norm relaxation and the horizon bound on lambda_c", caption_text)
