@@ -55,10 +55,14 @@ def test_phase_summary_landmarks():
     epochs = [0, 10, 50, 100, 150, 200, 300, 600]
     s_bar = [0.95, 0.84, 0.88, 0.90, 0.97, 0.99, 0.93, 0.91]
     sigma = [0.02, 0.02, 0.02, 0.03, 0.04, 0.05, 0.09, 0.06]
-    summary = phase_summary({"epoch": epochs, "mean_similarity": s_bar, "entropy_std": sigma}, grok_epoch=150)
-    assert summary.s_bar_start == 0.95 and summary.s_bar_memorised == 0.84
+    train_acc = [0.01, 0.6, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # memorised from epoch 50
+    history = {"epoch": epochs, "mean_similarity": s_bar, "entropy_std": sigma, "train_acc": train_acc}
+    summary = phase_summary(history, grok_epoch=150)
+    assert summary.s_bar_start == 0.95 and summary.memorised_epoch == 50
+    # the Phase-1 rise starts at the minimum while memorised (0.88), not at the early dip (0.84)
+    assert summary.s_bar_memorised == 0.88 and summary.s_bar_min_before_grok == 0.84
     assert summary.s_bar_peak == 0.99 and summary.s_bar_peak_epoch == 200
-    assert abs(summary.phase1_rise - 0.15) < 1e-12 and summary.s_bar_min_after_grok == 0.91
+    assert abs(summary.phase1_rise - 0.11) < 1e-12 and summary.s_bar_min_after_grok == 0.91
     assert summary.peak_entropy_std == 0.09 and summary.peak_entropy_std_epoch == 300
     none = phase_summary({"epoch": epochs, "mean_similarity": s_bar, "entropy_std": sigma}, grok_epoch=None)
     assert none.to_dict()["s_bar_peak"] is None

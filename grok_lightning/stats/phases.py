@@ -5,6 +5,13 @@ coordination, s_bar rises from about 0.93 to 0.995 around grokking; Fig. 2 shade
 100-500) and Phase 2 (differentiation, sigma_H peaks and s_bar dips; epochs 1,000-3,000).
 Peak differentiation amplitude = max sigma_H over epochs > 100 (the author's aggregates "skip
 first 100 epochs to strip init transient").
+
+The Phase-1 rise (0.93 -> 0.995) runs from s_bar's minimum *during memorisation* to its peak
+around grokking. Memorisation is the stretch where the training split is fitted and the test
+split is not: from the first evaluation with train accuracy >= 0.99 (the grokking threshold,
+applied to the training split) up to t_grok. The initialisation and the early transient before
+memorisation (Fig. 2 dips to about 0.88 near epoch 5) are not part of it; the value at
+initialisation is reported on its own.
 """
 
 from __future__ import annotations
@@ -44,8 +51,10 @@ def peak_entropy_std(history: dict, after_epoch: int = 100) -> tuple[float, int 
 class PhaseSummary:
     grok_epoch: int | None
     s_bar_start: float  # at epoch 0 (initialisation)
-    s_bar_memorised: float  # minimum before grokking (the memorisation trough)
-    s_bar_peak: float  # Phase-1 maximum: max s_bar within [grok_epoch - 50, grok_epoch + 400]
+    memorised_epoch: int | None  # first evaluation with train accuracy >= the memorisation threshold
+    s_bar_memorised: float  # Phase-1 start: min s_bar over [memorised_epoch, grok_epoch)
+    s_bar_min_before_grok: float  # min s_bar over (0, grok_epoch): the early transient included
+    s_bar_peak: float  # Phase-1 end: max s_bar within [grok_epoch - 50, grok_epoch + 400]
     s_bar_peak_epoch: int | None
     phase1_rise: float  # s_bar_peak - s_bar_memorised
     s_bar_min_after_grok: float  # Phase-2 dip: min s_bar after the Phase-1 peak
@@ -56,17 +65,32 @@ class PhaseSummary:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
-def phase_summary(history: dict, grok_epoch: int | None) -> PhaseSummary:
-    """Landmarks of one run; quantities that need grokking are NaN when it never grokked."""
+def phase_summary(history: dict, grok_epoch: int | None, memorised_threshold: float = 0.99) -> PhaseSummary:
+    """Landmarks of one run; quantities that need grokking are NaN when it never grokked, and the
+    memorisation minimum is NaN when the training split was not fitted before t_grok.
+
+    >>> history = {"epoch": [0, 5, 20, 60, 100, 150, 200], "mean_similarity": [0.95, 0.85, 0.90, 0.88, 0.92, 0.99, 0.97],
+    ...            "train_acc": [0.01, 0.3, 0.995, 1.0, 1.0, 1.0, 1.0], "entropy_std": [0.02] * 7}
+    >>> s = phase_summary(history, grok_epoch=150)
+    >>> s.s_bar_start, s.memorised_epoch, s.s_bar_memorised, s.s_bar_min_before_grok, s.s_bar_peak
+    (0.95, 20, 0.88, 0.85, 0.99)
+    """
     epochs, s_bar = _column(history, "mean_similarity")
+    _, train_acc = _column(history, "train_acc")
     finite = np.isfinite(s_bar)
     start = float(s_bar[0]) if len(s_bar) and finite[0] else math.nan
     nan = math.nan
-    memorised = peak = rise = dip = nan
-    peak_epoch = None
+    memorised = early = peak = rise = dip = nan
+    peak_epoch = memorised_epoch = None
+    fitted = np.flatnonzero(np.isfinite(train_acc) & (train_acc >= memorised_threshold))
+    if fitted.size:
+        memorised_epoch = int(epochs[fitted[0]])
     if grok_epoch is not None and finite.any():
         before = finite & (epochs > 0) & (epochs < grok_epoch)
-        memorised = float(s_bar[before].min()) if before.any() else nan
+        early = float(s_bar[before].min()) if before.any() else nan
+        if memorised_epoch is not None:
+            window = finite & (epochs >= memorised_epoch) & (epochs < grok_epoch)
+            memorised = float(s_bar[window].min()) if window.any() else nan
         around = finite & (epochs >= grok_epoch - 50) & (epochs <= grok_epoch + 400)
         if around.any():
             index = int(np.flatnonzero(around)[np.argmax(s_bar[around])])
@@ -75,4 +99,5 @@ def phase_summary(history: dict, grok_epoch: int | None) -> PhaseSummary:
             after = finite & (epochs > peak_epoch)
             dip = float(s_bar[after].min()) if after.any() else nan
     amplitude, amplitude_epoch = peak_entropy_std(history)
-    return PhaseSummary(grok_epoch, start, memorised, peak, peak_epoch, rise, dip, amplitude, amplitude_epoch)
+    return PhaseSummary(grok_epoch, start, memorised_epoch, memorised, early, peak, peak_epoch, rise, dip, amplitude,
+                        amplitude_epoch)
