@@ -51,6 +51,9 @@ class RunSettings:
             default), ``high`` (TF32 tensor cores on Ampere and later) or ``medium`` (bf16
             products). Opt-in: docs/performance.md says what it changes and when it may be used.
             bf16 autocast is Lightning's own ``--trainer.precision bf16-mixed``.
+        start_from: another run's checkpoint this run starts from when it has none of its own
+            (sweeps; with ``grok-lightning fit`` pass ``--ckpt_path``). The record keeps that run's
+            history up to there and says ``started_from``.
     """
 
     profile: str = "custom"
@@ -62,6 +65,7 @@ class RunSettings:
     threads: int | None = None
     diagnostics: bool = True
     matmul_precision: str = "highest"
+    start_from: str | None = None
 
 
 class GrokCLI(LightningCLI):

@@ -14,11 +14,17 @@ REPO = Path(__file__).resolve().parents[1]
 SWEEPS = REPO / "configs" / "sweeps"
 
 
-def parse_args(doc: str, argv=None) -> argparse.Namespace:
+PROFILES = ("smoke", "medium", "paper")
+
+
+def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
+    """The figure targets' shared flags; ``extra(parser)`` adds a target's own."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--profile", choices=("smoke", "paper"), default="smoke")
+    parser.add_argument("--profile", choices=PROFILES, default="smoke")
     parser.add_argument("--out", default="reproduction", help="output root (default: reproduction/)")
     parser.add_argument("--workers", type=int, default=None, help="local sweep workers (default: one per core)")
+    if extra is not None:
+        extra(parser)
     return parser.parse_args(argv)
 
 

@@ -1,16 +1,18 @@
 """Fig. 8 (E12): causal interventions at peak differentiation, paired over seeds.
 
-    python -m reproduce.fig8 --profile smoke|paper --out reproduction
+    python -m reproduce.fig8 --profile smoke|medium|paper --out reproduction [--window W]
 
-1. Group A (control): configs/sweeps/interventions.yaml.
-2. Each A run's peak-sigma_H epoch (epochs > 100) is where B and C intervene.
-3. Groups B and C: the same runs from scratch (same seed, same everything) plus the callback of
-   configs/interventions/head_reinit.yaml (B) or weight_norm_clip.yaml (C) at that epoch. The
-   derived sweep files are written next to their runs (``<out>/fig8/B/sweep_file.yaml``).
-4. Outcomes per run: peak sigma_H after the intervention epoch (A: its peak), min s_bar after
-   it, grok epoch, final test accuracy (see :func:`outcomes`). Paired contrasts B-A, C-A, C-B
-   per lambda and pooled (paired t, Wilcoxon, Cohen's d, bootstrap CI), Bonferroni over the
-   whole family; forest plot of d.
+1. Group A (control): configs/sweeps/interventions.yaml. Its ``InterventionSource`` callback keeps
+   a checkpoint at each run's peak-sigma_H epoch E (epochs > 100) and each weight matrix's norm
+   trajectory.
+2. Groups B and C start from A's checkpoint at E (identical to A up to E, half the cost) with the
+   callback of configs/interventions/head_reinit.yaml (B) or weight_norm_clip.yaml (C) acting at E.
+   The derived sweep files are written next to their runs (``<out>/fig8/B/sweep_file.yaml``).
+3. Every group is scored by one rule on one window, (E, E + W] (``--window``; default: to the
+   end of the run): peak sigma_H, min s_bar; plus grok epoch and final test accuracy. The
+   whole-run peak (epochs > 100) is a secondary row. Paired contrasts B-A, C-A, C-B per lambda
+   and pooled (paired t, Wilcoxon, Cohen's d, bootstrap CI), Bonferroni over the whole family;
+   forest plot of d.
 """
 
 from __future__ import annotations
@@ -27,32 +29,41 @@ from reproduce.common import REPO, SWEEPS, describe, parse_args, sweep_records, 
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 8 (E12)"
-OUTCOMES = ("peak_entropy_std", "min_similarity", "grok_epoch", "final_test_acc")
-CONTRASTS = (("B", "A"), ("C", "A"), ("C", "B"))
-GROUP_FILES = {"B": "head_reinit.yaml", "C": "weight_norm_clip.yaml"}
+OUTCOMES = ("peak_entropy_std", "min_similarity", "grok_epoch", "final_test_acc", "peak_entropy_std_whole_run")
+CONTRASTS = (("B", "A"), ("C", "A"), ("C", "B"), ("Cm", "A"))
+#: intervention groups: callback file and overrides. C clips each matrix to its own median norm over
+#: the run up to E (the reading that fits the paper's mild C); Cm to the median across matrices at E
+GROUPS = {"B": ("head_reinit.yaml", {}), "C": ("weight_norm_clip.yaml", {}),
+          "Cm": ("weight_norm_clip.yaml", {"reference": "matrices"})}
 #: published paired contrasts on peak sigma_H (intervention_stats.json; PAPER_WD_REGIMES.md section 7)
 PAPER_D = {("B-A", "0.05"): (-1.190, 4.46e-3), ("B-A", "pooled"): (-0.876, 9.3e-4), ("B-A", "0.015"): (-0.609, 0.086),
            ("C-A", "pooled"): (-0.406, 0.094), ("C-B", "0.05"): (1.586, 1.4e-3)}
 
 
 def group_callback(group: str, profile: str, epoch: int) -> dict:
-    spec = yaml.safe_load((REPO / "configs" / "interventions" / GROUP_FILES[group]).read_text())
-    init_args = dict(spec["init_args"], **(spec.get("profiles") or {}).get(profile, {}), epoch=int(epoch))
+    filename, overrides = GROUPS[group]
+    spec = yaml.safe_load((REPO / "configs" / "interventions" / filename).read_text())
+    init_args = dict(spec["init_args"], **(spec.get("profiles") or {}).get(profile, {}), **overrides, epoch=int(epoch))
     return {"class_path": spec["class_path"], "init_args": init_args}
 
 
-def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int], out: Path) -> Path:
-    """The control sweep with one intervention callback whose epoch is zipped with (seed, lambda)."""
+def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int], starts: dict[tuple[int, float], str],
+                  out: Path) -> Path:
+    """The control sweep, each run starting from its control's peak checkpoint with one
+    intervention callback acting there (epoch and checkpoint zipped with (seed, lambda))."""
     sweep = yaml.safe_load((SWEEPS / "interventions.yaml").read_text())
     sweep["name"] = f"interventions_{group}"
     sweep["base"] = str(REPO / sweep["base"])
     keys = sorted(peaks)
-    sweep.setdefault("overrides", {})["trainer.callbacks"] = [group_callback(group, profile, 1)]
+    source = dict(sweep["overrides"]["trainer.callbacks"][0])
+    source["init_args"] = dict(source.get("init_args") or {}, save_peak=False)  # the trajectory comes from A
+    sweep["overrides"]["trainer.callbacks"] = [source, group_callback(group, profile, 1)]
     sweep["grid"] = {}
     for p in sweep.get("profiles", {}).values():
         p["grid"] = {k: None for k in (p.get("grid") or {})}
     sweep["zip"] = {"seed": [k[0] for k in keys], "wd": [k[1] for k in keys],
-                    "trainer.callbacks.0.init_args.epoch": [peaks[k] for k in keys]}
+                    "trainer.callbacks.1.init_args.epoch": [peaks[k] for k in keys],
+                    "run.start_from": [starts[k] for k in keys]}
     path = out / "sweep_file.yaml"
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# derived by reproduce/fig8.py from configs/sweeps/interventions.yaml ({group})\n"
@@ -60,38 +71,41 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     return path
 
 
-def outcomes(record: dict, epoch: int, intervened: bool) -> dict:
-    """Outcomes after the intervention epoch E.
+def outcomes(record: dict, epoch: int, window: int | None = None) -> dict:
+    """Outcomes of one run on the scoring window (E, E + W] (to the end when W is None).
 
-    The evaluation labelled E is taken before the intervention (history epoch E = after E
-    epochs; the callback acts at the start of the next one), so B and C are read over epochs
-    > E. For A, whose peak is at E by construction, the window includes E: A's value is its
-    peak. This is the only reading under which the paper's B - A can be negative (over the
-    whole run, B's peak could never be below A's, since both are identical up to E).
+    The same rule for A, B and C: the evaluation labelled E comes before the intervention
+    (history epoch E = after E epochs; the callback acts at the start of the next one) and is
+    A's own maximum, so including it would bias A upward and B - A downward. The whole-run peak
+    (epochs > 100, every group alike) is kept as a secondary outcome.
     """
     h = record["history"]
     ep = np.asarray(h["epoch"], float)
     sim = np.asarray([np.nan if v is None else v for v in h.get("mean_similarity", [None] * len(ep))], float)
-    start = epoch + 1 if intervened else epoch
-    after = (ep >= start) & np.isfinite(sim)
-    peak, _ = peak_entropy_std(h, after_epoch=start - 1)
+    sig = np.asarray([np.nan if v is None else v for v in h.get("entropy_std", [None] * len(ep))], float)
+    end = ep[-1] if window is None else epoch + window
+    inside = (ep > epoch) & (ep <= end)
     ok = record["status"] == "completed"
-    return {"peak_entropy_std": peak if ok else np.nan,
-            "min_similarity": float(sim[after].min()) if ok and after.any() else np.nan,
+    pick = lambda values, reduce: float(reduce(values[inside & np.isfinite(values)])) if ok and (inside & np.isfinite(values)).any() else np.nan
+    whole, _ = peak_entropy_std(h, after_epoch=100)
+    return {"peak_entropy_std": pick(sig, np.max), "min_similarity": pick(sim, np.min),
             "grok_epoch": float(record["grok_epoch"]) if ok and record["grok_epoch"] is not None else np.nan,
-            "final_test_acc": record.get("final_test_acc") if ok else np.nan}
+            "final_test_acc": record.get("final_test_acc") if ok else np.nan,
+            "peak_entropy_std_whole_run": whole if ok else np.nan}
 
 
-def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path, n_bootstrap: int = 10000) -> dict:
+def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path, n_bootstrap: int = 10000,
+            window: int | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     table = {g: {(r["config"]["seed"], r["config"]["wd"]): r for r in recs} for g, recs in groups.items()}
-    keys = sorted(k for k in peaks if all(k in table[g] for g in "ABC"))
-    values = {g: {o: np.array([outcomes(table[g][k], peaks[k], g != "A")[o] for k in keys], float) for o in OUTCOMES}
-              for g in "ABC"}
+    names = list(groups)
+    keys = sorted(k for k in peaks if all(k in table[g] for g in names))
+    values = {g: {o: np.array([outcomes(table[g][k], peaks[k], window)[o] for k in keys], float) for o in OUTCOMES}
+              for g in names}
     wds = sorted({k[1] for k in keys})
     strata = [(f"{w:g}", np.array([k[1] == w for k in keys])) for w in wds] + ([("pooled", np.ones(len(keys), bool))] if len(wds) > 1 else [])
     tests = []
-    for b, a in CONTRASTS:
+    for b, a in (c for c in CONTRASTS if c[0] in groups and c[1] in groups):
         for name, mask in strata:
             for o in OUTCOMES:
                 x, y = values[a][o][mask], values[b][o][mask]
@@ -107,24 +121,38 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
             t["p_bonferroni"], t["reject_bonferroni"] = float(p), bool(r)
     excluded = {g: [r["excluded_reason"] for r in recs if r["status"] == "excluded"] for g, recs in groups.items()}
     info = sweep_summary(groups["A"])
-    details = (f"{info['text']}; n pairs = {len(keys)}; intervention epochs {sorted(set(peaks.values()))}; "
-               f"B: {_args('B', profile)}; C: {_args('C', profile)}; "
-               f"excluded {excluded}\n{describe(groups['A'][0])}")
-    differs = None if profile == "paper" else "smoke model at lambda 1, 3 seeds, 200 epochs (paper: canonical, 0.015/0.05, 10 seeds, 10,000)"
+    horizon = info["horizon"]
+    where = f"(E, E + {window}]" if window else "(E, end of run]"
+    details = (f"{info['text']}; n pairs = {len(keys)}; E (A's peak-sigma_H epoch) {sorted(set(peaks.values()))}; "
+               f"outcomes scored on {where} for A, B and C alike; "
+               + "; ".join(f"{g}: {_args(g, profile)}" for g in names if g != "A")
+               + f"; excluded {excluded}\n{describe(groups['A'][0])}")
+    differs = None if profile == "paper" else (
+        f"{_shape(groups['A'][0])}, lambda {info['wds']}, {len(info['seeds'])} seeds, {horizon} epochs "
+        "(paper: canonical 4L x 8H, lambda 0.015 and 0.05, 10 seeds, 10,000 epochs)")
     fig = figure_forest([t for t in tests if t["outcome"] == "peak_entropy_std"], PAPER_D, caption(profile, details, differs))
     fig.savefig(out / "fig8_forest.png", dpi=130)
     rows = []
     for t in tests:
         paper = PAPER_D.get((t["contrast"], t["stratum"]))
-        if t["outcome"] != "peak_entropy_std" or (paper is None and t["stratum"] != "pooled" and len(wds) > 1):
+        main_row = t["outcome"] == "peak_entropy_std"
+        if not (main_row or t["outcome"] == "peak_entropy_std_whole_run"):
+            continue
+        if paper is None and t["stratum"] != "pooled" and len(wds) > 1:
             continue
         note = f"p_t = {_g(t.get('p_value_t'))} (Bonferroni {_g(t.get('p_bonferroni'))} over {len(family)} tests); " \
                f"paper p_t = {paper[1] if paper else '-'}"
-        rows.append(row(PAPER, f"Cohen's d, peak sigma_H, {t['contrast']} at lambda {t['stratum']}",
-                        paper[0] if paper else None, t.get("cohen_d"), profile, t.get("n", 0), note=note))
+        quantity = (f"Cohen's d, peak sigma_H on {where}, {t['contrast']} at lambda {t['stratum']}" if main_row else
+                    f"Cohen's d, whole-run peak sigma_H (secondary), {t['contrast']} at lambda {t['stratum']}")
+        rows.append(row(PAPER, quantity, paper[0] if paper else None, t.get("cohen_d"), profile, t.get("n", 0),
+                        note=note))
+    for g in names:
+        grokked = int(np.isfinite(values[g]["grok_epoch"]).sum())
+        rows.append(row(PAPER, f"group {g}: grokked / pairs", "20/20 (A, B), 19/19 (C)", f"{grokked}/{len(keys)}",
+                        profile, len(keys)))
     summary = {"profile": profile, "pairs": [list(k) for k in keys], "peaks": {f"{k[0]}_{k[1]}": v for k, v in peaks.items()},
-               "tests": tests, "excluded": excluded, "grok_rates": {g: [int(np.isfinite(values[g]["grok_epoch"]).sum()), len(keys)] for g in "ABC"},
-               "sweep": info}
+               "window": window, "tests": tests, "excluded": excluded, "sweep": info,
+               "grok_rates": {g: [int(np.isfinite(values[g]["grok_epoch"]).sum()), len(keys)] for g in names}}
     write_outputs(out, summary, rows)
     return summary
 
@@ -133,26 +161,44 @@ def _args(group: str, profile: str) -> dict:
     return {k: v for k, v in group_callback(group, profile, 1)["init_args"].items() if k != "epoch"}
 
 
+def _shape(record: dict) -> str:
+    m = record["config"]["model"]
+    return f"{m['n_layers']}L x {m['n_heads']}H d{m['d_model']}"
+
+
 def _g(x):
     return "-" if x is None else f"{x:.3g}"
 
 
+def control_peaks(control: list[dict], store: Path) -> tuple[dict, dict]:
+    """Each completed control run's E and its peak checkpoint (in the run's folder of ``store``)."""
+    from grok_lightning.records import iter_records
+
+    folders = {record.get("run_id"): path.parent for path, record in iter_records(store / "runs")}
+    peaks, starts = {}, {}
+    for r in control:
+        source = r.get("intervention_source") or {}
+        if r["status"] != "completed" or source.get("peak_epoch") is None:
+            continue
+        key = (r["config"]["seed"], r["config"]["wd"])
+        peaks[key] = int(source["peak_epoch"])
+        starts[key] = str((folders[r["run_id"]] / "checkpoints" / "peak.ckpt").resolve())
+    return peaks, starts
+
+
 def main(argv=None) -> Path:
-    args = parse_args(__doc__, argv)
+    args = parse_args(__doc__, argv, extra=lambda p: p.add_argument(
+        "--window", type=int, default=None, help="score outcomes on (E, E + W] (default: to the end of the run)"))
     out = Path(args.out) / "fig8"
     control = sweep_records("interventions.yaml", args.profile, out / "A", args.workers)
-    peaks = {}
-    for r in control:
-        _, epoch = peak_entropy_std(r["history"], after_epoch=100)
-        if r["status"] == "completed" and epoch is not None:
-            peaks[(r["config"]["seed"], r["config"]["wd"])] = epoch
+    peaks, starts = control_peaks(control, out / "A" / "sweep")
     if not peaks:
         raise SystemExit("fig8: no completed control run has sigma_H after epoch 100; nothing to intervene on")
     groups = {"A": control}
-    for group in "BC":
-        path = derived_sweep(group, args.profile, peaks, out / group)
+    for group in GROUPS:
+        path = derived_sweep(group, args.profile, peaks, starts, out / group)
         groups[group] = sweep_records(path, args.profile, out / group, args.workers)
-    summary = analyse(groups, peaks, args.profile, out)
+    summary = analyse(groups, peaks, args.profile, out, window=args.window)
     print(f"fig8: {len(summary['pairs'])} pairs; {out / 'fig8_forest.png'}")
     return out
 

@@ -13,49 +13,67 @@ from reproduce import fig4, fig8
 from tests.test_regimes import make_record
 
 
-def test_derived_sweeps_intervene_at_each_seeds_peak(tmp_path):
+def test_derived_sweeps_start_from_the_controls_peak_and_intervene_there(tmp_path):
     peaks = {(7, 1.0): 150, (11, 1.0): 170}
-    for group, cls in (("B", "HeadReinit"), ("C", "WeightNormClip")):
-        path = fig8.derived_sweep(group, "smoke", peaks, tmp_path / group)
+    starts = {k: f"/somewhere/{k[0]}/peak.ckpt" for k in peaks}
+    ids = {}
+    for group, cls in (("B", "HeadReinit"), ("C", "WeightNormClip"), ("Cm", "WeightNormClip")):
+        path = fig8.derived_sweep(group, "smoke", peaks, starts, tmp_path / group)
         runs = load_sweep(path, profile="smoke").expand()
         assert len(runs) == 2
         for spec in runs:
-            callback = spec.config["trainer"]["callbacks"][0]
+            source, callback = spec.config["trainer"]["callbacks"]
+            seed = spec.config["seed_everything"]
+            assert source["class_path"].endswith("InterventionSource") and source["init_args"]["save_peak"] is False
             assert callback["class_path"].endswith(cls)
-            assert callback["init_args"]["epoch"] == peaks[(spec.config["seed_everything"], 1.0)]
+            assert callback["init_args"]["epoch"] == peaks[(seed, 1.0)]
+            assert spec.config["run"]["start_from"] == starts[(seed, 1.0)]
             assert spec.config["model"]["init_args"]["n_layers"] == 2  # the smoke profile still applies
         if group == "B":
             assert callback["init_args"]["n_heads"] == 1  # the smoke override of head_reinit.yaml
+        if group.startswith("C"):
+            assert callback["init_args"]["reference"] == ("matrices" if group == "Cm" else "trajectory")
+        ids[group] = sorted(spec.run_id for spec in runs)
+    # where the control's checkpoints live does not change what a run is
+    moved = fig8.derived_sweep("B", "smoke", peaks, {k: "/elsewhere/peak.ckpt" for k in peaks}, tmp_path / "moved")
+    assert sorted(spec.run_id for spec in load_sweep(moved, profile="smoke").expand()) == ids["B"]
 
 
-def _history_record(wd, seed, peak, dip=0.8, grok=150, peak_epoch=150):
+def _history_record(wd, seed, values: dict, grok=150):
+    """A run whose sigma_H is 0.02 except at the given {epoch: value}; s_bar 0.9 but 0.8 at 160."""
     record = make_record(wd, seed, grok_epoch=grok, horizon=200)
     epochs = record["history"]["epoch"]
-    record["history"]["entropy_std"] = [peak if e == peak_epoch else 0.02 for e in epochs]
-    record["history"]["mean_similarity"] = [dip if e == 160 else 0.9 for e in epochs]
+    record["history"]["entropy_std"] = [values.get(e, 0.02) for e in epochs]
+    record["history"]["mean_similarity"] = [0.8 if e == 160 else 0.9 for e in epochs]
     record["final_test_acc"] = 1.0
     return record
 
 
-def test_fig8_analyse_paired_contrasts(tmp_path):
+def test_fig8_scores_every_group_on_the_same_window(tmp_path):
     seeds = range(6)
     rng = np.random.default_rng(0)
-    # A peaks at the intervention epoch 150; B and C are read strictly after it (their peaks at 160)
-    groups = {"A": [_history_record(1.0, s, 0.10 + 0.01 * s) for s in seeds],
-              "B": [_history_record(1.0, s, 0.05 + 0.01 * s + rng.normal(0, 0.002), peak_epoch=160) for s in seeds],
-              "C": [_history_record(1.0, s, 0.10 + 0.01 * s + rng.normal(0, 0.01), peak_epoch=160) for s in seeds]}
-    groups["B"][1]["history"]["entropy_std"][15] = 0.5  # epoch 150 (before B's intervention) must not count
+    # E = 150 is A's maximum (0.5, larger than anything after it); every group is read on (150, end]
+    groups = {"A": [_history_record(1.0, s, {150: 0.5, 170: 0.10 + 0.01 * s}) for s in seeds],
+              "B": [_history_record(1.0, s, {150: 0.5, 160: 0.06 + 0.01 * s + rng.normal(0, 0.002)}) for s in seeds],
+              "C": [_history_record(1.0, s, {150: 0.5, 160: 0.10 + 0.01 * s + rng.normal(0, 0.01)}) for s in seeds]}
     groups["C"][0]["status"], groups["C"][0]["excluded_reason"] = "excluded", "non-finite gradient"
     peaks = {(s, 1.0): 150 for s in seeds}
     summary = fig8.analyse(groups, peaks, "smoke", tmp_path, n_bootstrap=200)
     ba = next(t for t in summary["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std")
-    assert ba["n"] == 6 and ba["mean_diff"] == pytest.approx(-0.05, abs=0.005) and ba["cohen_d"] < -3
+    assert ba["n"] == 6 and ba["mean_diff"] == pytest.approx(-0.04, abs=0.005) and ba["cohen_d"] < -3
     assert ba["reject_bonferroni"] is True
+    whole = next(t for t in summary["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std_whole_run")
+    assert whole["mean_diff"] == pytest.approx(0.0)  # the whole-run peak is E's for both: no effect there
     ca = next(t for t in summary["tests"] if t["contrast"] == "C-A" and t["outcome"] == "peak_entropy_std")
     assert ca["n"] == 5 and ca["n_dropped"] == 1  # the excluded run drops its pair, never silently
     assert summary["excluded"]["C"] == ["non-finite gradient"]
+    window = fig8.analyse(groups, peaks, "smoke", tmp_path / "w", n_bootstrap=200, window=15)  # (150, 165]
+    ba15 = next(t for t in window["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std")
+    assert ba15["mean_diff"] == pytest.approx(0.065, abs=0.005)  # A: 0.02 (its 170 peak is outside); B: 0.06 + 0.01 s
     rows = json.loads((tmp_path / "rows.json").read_text())
-    assert {r["quantity"].split(", ")[-1] for r in rows} == {"B-A at lambda 1", "C-A at lambda 1", "C-B at lambda 1"}
+    contrasts = {r["quantity"].split(", ")[-1] for r in rows if "Cohen" in r["quantity"]}
+    assert contrasts == {"B-A at lambda 1", "C-A at lambda 1", "C-B at lambda 1"}
+    assert any("whole-run" in r["quantity"] for r in rows) and any("grokked" in r["quantity"] for r in rows)
     assert (tmp_path / "fig8_forest.png").exists()
 
 
@@ -63,17 +81,22 @@ def test_fig4_analyse_fits_and_tests_against_the_null(tmp_path):
     records = []
     for n_heads, value in ((16, 0.04), (8, 0.06), (4, 0.09), (2, 0.095)):  # d 64: d/H 4, 8, 16, 32
         for seed in (7, 11):
-            r = _history_record(1.0, seed, value + 0.002 * seed)
+            r = _history_record(1.0, seed, {150: value + 0.002 * seed})
             r["config"]["model"].update(n_heads=n_heads)
             records.append(r)
     for seed in (7, 11, 31):
-        r = _history_record(1.0, seed, 0.05 + 0.001 * seed)
+        r = _history_record(1.0, seed, {150: 0.05 + 0.001 * seed})
         r["config"]["data"]["random_labels"] = True
         records.append(r)
     summary = fig4.analyse(records, "smoke", tmp_path, n_permutations=500)
     assert sorted(set(summary["dh"])) == [4, 8, 16, 32] and len(summary["null"]) == 3
     assert summary["fit"]["best"] in ("saturating_exp", "log", "linear", "power")
     assert summary["cohens_d"] > 1 and summary["permutation"]["p"] < 0.5
+    # the unbiased spread lifts small-H bins most: H = 16 by 1.05, H = 2 by 1.77
+    ratio = np.asarray(summary["peak_unbiased"]) / np.asarray(summary["peak"])
+    assert ratio[np.asarray(summary["dh"]) == 4] == pytest.approx(1.05, abs=0.005)
+    assert ratio[np.asarray(summary["dh"]) == 32] == pytest.approx(1.772, abs=0.005)
+    assert summary["fit_unbiased"] is not None
     assert (tmp_path / "fig4_head_width.png").exists()
 
 
@@ -103,6 +126,6 @@ def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, mon
     from reproduce.common import SWEEPS, sweep_path
 
     monkeypatch.chdir(tmp_path)
-    path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, Path("reproduction") / "fig8" / "B")
+    path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, {(7, 1.0): "peak.ckpt"}, Path("reproduction") / "fig8" / "B")
     assert not path.is_absolute() and sweep_path(path).is_file() and sweep_path(path) == path
     assert sweep_path("interventions.yaml") == SWEEPS / "interventions.yaml"

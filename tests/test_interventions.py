@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from grok_lightning.callbacks import HeadReinit, WeightNormClip
+from grok_lightning.callbacks import HeadReinit, InterventionSource, WeightNormClip
 from grok_lightning.callbacks.interventions import _Intervention
 from grok_lightning.config import ConfigError
 from grok_lightning.modules import GrokkingModule
@@ -27,10 +27,10 @@ def _module_and_optimizer():
     return module, SimpleNamespace(optimizers=[optimizer], current_epoch=5, logger=None)
 
 
-def test_head_reinit_changes_only_the_chosen_heads_and_resets_their_adam_state():
+def test_head_reinit_changes_only_the_chosen_heads_and_can_give_them_a_fresh_adam_state():
     module, trainer = _module_and_optimizer()
     before = {n: p.detach().clone() for n, p in module.model.named_parameters()}
-    callback = HeadReinit(epoch=5, heads=[1, 3], layers=[1])
+    callback = HeadReinit(epoch=5, heads=[1, 3], layers=[1], optimizer_state="fresh")
     with torch.no_grad():
         log = callback.apply(trainer, module)
     assert log["heads"] == {"1": [1, 3]} and log["norm_before"] > 0 and log["norm_after"] > 0
@@ -52,6 +52,44 @@ def test_head_reinit_changes_only_the_chosen_heads_and_resets_their_adam_state()
             assert torch.equal(dict(module.model.named_parameters())[name], value), name
     state = trainer.optimizers[0].state[module.model.blocks[1].attn.qkv.weight]
     assert (state["exp_avg"][changed] == 0).all() and (state["exp_avg"][~changed] != 0).any()
+    assert callback.fresh.t0 == 1
+
+
+def test_head_reinit_keeps_the_adam_state_by_default():
+    module, trainer = _module_and_optimizer()
+    state = trainer.optimizers[0].state[module.model.blocks[1].attn.qkv.weight]
+    moments = state["exp_avg"].clone()
+    with torch.no_grad():
+        HeadReinit(epoch=5, heads=[1, 3], layers=[1]).apply(trainer, module)
+    assert torch.equal(state["exp_avg"], moments)
+
+
+def test_fresh_adam_slices_step_like_a_new_parameter():
+    """A slice re-initialised at step t0 with a fresh state then moves exactly as the same values
+    would under a brand-new AdamW fed the same gradients (step count from 1, bias-corrected)."""
+    from grok_lightning.callbacks.optimizer_state import FreshAdamSlices
+
+    g = torch.Generator().manual_seed(0)
+    param = torch.nn.Parameter(torch.randn(10, generator=g))
+    optimizer = torch.optim.AdamW([param], lr=1e-2, weight_decay=0.5)
+    trainer = SimpleNamespace(optimizers=[optimizer])
+    for _ in range(30):
+        param.grad = torch.randn(10, generator=g)
+        optimizer.step()
+    index = (slice(0, 5),)
+    with torch.no_grad():
+        param[index] = torch.randn(5, generator=g)
+    fresh = torch.nn.Parameter(param.detach()[index].clone())
+    reference = torch.optim.AdamW([fresh], lr=1e-2, weight_decay=0.5)
+    slices = FreshAdamSlices([(param, index)])
+    slices.start(trainer)
+    for _ in range(6):
+        grad = torch.randn(10, generator=g)
+        param.grad, fresh.grad = grad.clone(), grad[index].clone()
+        optimizer.step()
+        reference.step()
+        slices.correct(trainer)
+        assert torch.allclose(param.detach()[index], fresh.detach(), rtol=0, atol=1e-6)
 
 
 def test_random_head_choice_is_seeded_and_per_layer():
@@ -62,16 +100,16 @@ def test_random_head_choice_is_seeded_and_per_layer():
     assert log == HeadReinit(epoch=5, n_heads=2, seed=3).apply(other_trainer, other_module)  # seeded
 
 
-def test_weight_norm_clip_caps_every_matrix_at_the_median():
+def test_weight_norm_clip_caps_every_matrix_at_the_median_across_matrices():
     module, trainer = _module_and_optimizer()
     names = [n for n, p in module.model.named_parameters() if p.ndim == 2 and n.startswith("blocks.")]
     norms = {n: float(torch.linalg.matrix_norm(dict(module.model.named_parameters())[n].double(), 2)) for n in names}
     before = {n: dict(module.model.named_parameters())[n].detach().clone() for n in names}
     with torch.no_grad():
-        log = WeightNormClip(epoch=5).apply(trainer, module)
+        log = WeightNormClip(epoch=5, reference="matrices").apply(trainer, module)
     values = sorted(norms.values())
     median = 0.5 * (values[len(values) // 2 - 1] + values[len(values) // 2])
-    assert log["median"] == pytest.approx(median) and log["n_matrices"] == len(names) == 8
+    assert all(v == pytest.approx(median) for v in log["references"].values()) and log["n_matrices"] == len(names) == 8
     assert len(log["clipped"]) == 4 and log["norm_after"] < log["norm_before"]
     for n in names:
         w = dict(module.model.named_parameters())[n]
@@ -80,6 +118,31 @@ def test_weight_norm_clip_caps_every_matrix_at_the_median():
             assert spectral == pytest.approx(median, rel=1e-5)
         else:
             assert torch.equal(w, before[n])
+
+
+def test_weight_norm_clip_brings_each_matrix_back_to_its_own_median_norm():
+    module, trainer = _module_and_optimizer()
+    source = InterventionSource()
+    names = [n for n, p in module.model.named_parameters() if p.ndim == 2 and n.startswith("blocks.")]
+    params = dict(module.model.named_parameters())
+    now = {n: float(torch.linalg.matrix_norm(params[n].double(), 2)) for n in names}
+    # a trajectory in which every matrix was usually 0.5x or 2x its current size
+    source.norm_epochs = [0, 10, 20, 30]
+    source.norms = {n: [now[n] * f for f in ((0.5, 0.4, 0.6, 9.0) if i % 2 else (2.0, 1.5, 2.5, 0.1))]
+                    for i, n in enumerate(names)}
+    trainer.callbacks, trainer.current_epoch = [source], 25
+    before = {n: params[n].detach().clone() for n in names}
+    with torch.no_grad():
+        log = WeightNormClip(epoch=25).apply(trainer, module)
+    for i, n in enumerate(names):  # medians over epochs 0-20 only: 0.5x (clipped) or 2x (untouched)
+        assert log["references"][n] == pytest.approx(now[n] * (0.5 if i % 2 else 2.0))
+        if i % 2:
+            assert float(torch.linalg.matrix_norm(params[n].double(), 2)) == pytest.approx(0.5 * now[n], rel=1e-5)
+        else:
+            assert torch.equal(params[n], before[n])
+    trainer.callbacks = []
+    with pytest.raises(ConfigError, match="InterventionSource"):
+        WeightNormClip(epoch=25).apply(trainer, module)
 
 
 def test_peak_epoch_comes_from_the_control_record(tmp_path):
@@ -105,6 +168,10 @@ def test_bad_head_reinit_settings_fail_with_one_line(kwargs, field):
 def test_bad_clip_settings_fail_with_one_line():
     with pytest.raises(ConfigError, match="weight_norm_clip.norm"):
         WeightNormClip(epoch=3, norm="l1")
+    with pytest.raises(ConfigError, match="weight_norm_clip.reference"):
+        WeightNormClip(epoch=3, reference="layer")
+    with pytest.raises(ConfigError, match="head_reinit.optimizer_state"):
+        HeadReinit(epoch=3, optimizer_state="zero")
 
 
 def _with(config, callback: dict) -> dict:
@@ -147,3 +214,34 @@ def test_non_finite_after_an_intervention_marks_the_run_excluded(tiny):
                                                    "init_args": {"epoch": 2}}))
     assert record["status"] == "excluded" and "after poison at epoch 2" in record["excluded_reason"]
     assert record["final_epoch"] < 6
+
+
+SOURCE = {"class_path": "grok_lightning.callbacks.InterventionSource", "init_args": {"after_epoch": 1}}
+
+
+def test_groups_start_from_the_controls_peak_checkpoint_with_its_history(tiny, tmp_path):
+    """A keeps a checkpoint at its peak-sigma_H epoch E; B starts there: identical to A up to E."""
+    control = tiny(max_epochs=8)
+    control["trainer"]["callbacks"] = [SOURCE]
+    control["run"]["run_id"] = "A"
+    a = run_config(control)
+    peak = a["intervention_source"]["peak_epoch"]
+    sigma = dict(zip(a["history"]["epoch"], a["history"]["entropy_std"]))
+    assert peak == max((e for e in sigma if e > 1), key=lambda e: sigma[e])  # the argmax over epochs > 1
+    ckpt = tmp_path / "tiny" / "v0" / "checkpoints" / "peak.ckpt"
+    assert ckpt.is_file() and a["intervention_source"]["checkpoint"] == str(ckpt)
+
+    group_b = tiny(max_epochs=8)
+    group_b["trainer"]["callbacks"] = [dict(SOURCE, init_args={"after_epoch": 1, "save_peak": False}),
+                                       {"class_path": "grok_lightning.callbacks.HeadReinit",
+                                        "init_args": {"epoch": peak, "n_heads": 1}}]
+    group_b["trainer"]["logger"]["init_args"]["version"] = "B"
+    group_b["run"].update(run_id="B", start_from=str(ckpt))
+    b = run_config(group_b, ckpt_path=str(ckpt))
+    assert b["run_id"] == "B" and b["started_from"] == {"run_id": "A", "name": a["name"], "epoch": peak}
+    assert [i["epoch"] for i in b["interventions"]] == [peak] and b["final_epoch"] == a["final_epoch"]
+    upto = a["history"]["epoch"].index(peak) + 1
+    for key, values in a["history"].items():
+        assert b["history"][key][:upto] == values[:upto], key
+    assert b["history"]["epoch"] == a["history"]["epoch"]
+    assert b["history"]["entropy_std"][upto:] != a["history"]["entropy_std"][upto:]  # B intervened

@@ -1,13 +1,14 @@
 from grok_lightning.callbacks.diagnostics import AttentionDiagnostics
 from grok_lightning.callbacks.evaluation import ScheduledEvaluation, tensorboard_tag
 from grok_lightning.callbacks.grok import GrokDetector
+from grok_lightning.callbacks.intervention_source import InterventionSource
 from grok_lightning.callbacks.interventions import HeadReinit, WeightNormClip
 from grok_lightning.callbacks.recorder import RunRecorder
 
-__all__ = ["AttentionDiagnostics", "GrokDetector", "HeadReinit", "RunRecorder", "ScheduledEvaluation", "WeightNormClip",
-           "tensorboard_tag"]
+__all__ = ["AttentionDiagnostics", "GrokDetector", "HeadReinit", "InterventionSource", "RunRecorder",
+           "ScheduledEvaluation", "WeightNormClip", "tensorboard_tag"]
 
-# long-horizon building blocks (issue #10)
+# long-horizon building blocks
 from grok_lightning.callbacks.checkpoints import CheckpointSchedule  # noqa: E402
 from grok_lightning.callbacks.retention import RetentionMonitor  # noqa: E402
 

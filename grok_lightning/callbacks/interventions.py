@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
+from grok_lightning.callbacks.intervention_source import MATRIX_SETS, NORMS, InterventionSource, chosen_matrices, matrix_norm
+from grok_lightning.callbacks.optimizer_state import OPTIMIZER_STATE_MODES, FreshAdamSlices
 from grok_lightning.config import ConfigError, require
 from grok_lightning.records import load_record
 from grok_lightning.stats.phases import peak_entropy_std
 
-__all__ = ["HeadReinit", "WeightNormClip"]
+__all__ = ["HeadReinit", "WeightNormClip", "fresh_values", "head_slices"]
 
 
 class _Intervention(Callback):
@@ -118,8 +121,10 @@ class HeadReinit(_Intervention):
             ones) or a list of head indices.
         weights: which slices: ``q``, ``k``, ``v`` (rows of the fused projection and their biases)
             and ``out`` (the head's input columns of the output projection).
-        reset_optimizer_state: zero Adam's moments of the re-initialised slices, so the new
-            weights are not pushed along the old ones' momentum.
+        optimizer_state: ``keep`` (default: the slices keep their Adam moments, what re-assigning
+            the weights in place does) or ``fresh`` (moments zeroed and later updates
+            bias-corrected with the slices' own step count, as for a new parameter); see
+            :mod:`grok_lightning.callbacks.optimizer_state` and docs/decisions.md.
         seed: seed of the random head choice and of the fresh weights.
     """
 
@@ -127,7 +132,7 @@ class HeadReinit(_Intervention):
 
     def __init__(self, epoch: int | None = None, control_record: str | None = None, n_heads: int = 2,
                  layers: str | list[int] = "all", heads: str | list[int] = "random",
-                 weights: list[str] = ("q", "k", "v", "out"), reset_optimizer_state: bool = True, seed: int = 0,
+                 weights: list[str] = ("q", "k", "v", "out"), optimizer_state: str = "keep", seed: int = 0,
                  after_epoch: int = 100, exclude_nonfinite: bool = True):
         super().__init__(epoch, control_record, after_epoch, exclude_nonfinite)
         require(n_heads >= 1, "head_reinit.n_heads", n_heads, "an integer >= 1")
@@ -135,8 +140,11 @@ class HeadReinit(_Intervention):
                 "a non-empty subset of q, k, v, out")
         require(heads in ("random", "most_similar") or isinstance(heads, (list, tuple)), "head_reinit.heads", heads,
                 "random, most_similar or a list of head indices")
+        require(optimizer_state in OPTIMIZER_STATE_MODES, "head_reinit.optimizer_state", optimizer_state,
+                "keep or fresh")
         self.n_heads, self.layers, self.heads, self.weights = n_heads, layers, heads, list(weights)
-        self.reset_optimizer_state, self.seed = reset_optimizer_state, seed
+        self.optimizer_state, self.seed = optimizer_state, seed
+        self.fresh: FreshAdamSlices | None = None
 
     def _choose(self, layer: int, attn, scores: torch.Tensor | None) -> list[int]:
         if isinstance(self.heads, (list, tuple)):
@@ -173,101 +181,131 @@ class HeadReinit(_Intervention):
             attn = attns[layer]
             heads = self._choose(layer, attn, scores)
             chosen_all[str(layer)] = heads
-            d, dh = attn.out.weight.shape[0], attn.d_head
-            slices = []  # (parameter, index tuple)
-            for h in heads:
-                rows = [slice(part * d + h * dh, part * d + (h + 1) * dh) for part, name in enumerate("qkv") if name in self.weights]
-                for r in rows:
-                    slices += [(attn.qkv.weight, (r, slice(None))), (attn.qkv.bias, (r,))]
-                if "out" in self.weights:
-                    slices.append((attn.out.weight, (slice(None), slice(h * dh, (h + 1) * dh))))
-            for param, index in slices:
-                fan_in = param.shape[1] if param.ndim == 2 else attn.qkv.weight.shape[1]
+            slices = head_slices(attn, heads, self.weights)
+            for param, index, kind in slices:
                 region = param[index]
                 before += float(region.double().pow(2).sum())
-                fresh = _fresh_like(region, fan_in, init, is_bias=param.ndim == 1, generator=g)
+                fresh = fresh_values(region.shape, kind, attn.out.weight.shape[0], init, generator=g).to(region)
                 param[index] = fresh
                 after += float(fresh.double().pow(2).sum())
                 params.append((param, index))
-        if self.reset_optimizer_state:
-            _zero_adam_state(trainer, params)
+        if self.optimizer_state == "fresh":
+            self.fresh = FreshAdamSlices(params)
+            self.fresh.start(trainer)
         return {"layers": list(layers), "heads": chosen_all, "selection": self.heads if isinstance(self.heads, str) else "index",
-                "weights": self.weights, "init": init, "reset_optimizer_state": self.reset_optimizer_state,
+                "weights": self.weights, "init": init, "optimizer_state": self.optimizer_state,
                 "norm_before": math.sqrt(before), "norm_after": math.sqrt(after)}
 
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.fresh is not None and not self.fresh.correct(trainer):
+            self.fresh = None  # both bias corrections are 1 to 1e-8 from here on
 
-def _fresh_like(region: torch.Tensor, fan_in: int, init: str, is_bias: bool, generator) -> torch.Tensor:
-    """New values with the model's own initialisation (nn.Linear's default, or GPT's)."""
+    def state_dict(self) -> dict:
+        fresh = None if self.fresh is None else self.fresh.t0
+        return {**super().state_dict(), "fresh_t0": fresh}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        self._fresh_t0 = state_dict.get("fresh_t0")
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # resumed after a fresh-state re-initialisation: rebuild the slices and keep correcting
+        t0 = getattr(self, "_fresh_t0", None)
+        if t0 is not None and self.done and self.fresh is None:
+            self.fresh = FreshAdamSlices(self._slices_of(pl_module))
+            self.fresh.t0 = int(t0)
+
+    def _slices_of(self, pl_module) -> list[tuple]:
+        attns = _attention_layers(pl_module)
+        return [(param, index) for layer, heads in self.applied["heads"].items()
+                for param, index, _ in head_slices(attns[int(layer)], heads, self.weights)]
+
+
+def head_slices(attn, heads: list[int], weights: list[str]) -> list[tuple]:
+    """``(parameter, index, kind)`` of everything that belongs to ``heads`` alone: their q/k/v rows
+    of the fused projection with their biases, and their input columns of the output projection
+    (the output bias is shared by all heads)."""
+    d, dh = attn.out.weight.shape[0], attn.d_head
+    slices = []
+    for h in heads:
+        for part, name in enumerate("qkv"):
+            if name in weights:
+                rows = slice(part * d + h * dh, part * d + (h + 1) * dh)
+                slices += [(attn.qkv.weight, (rows, slice(None)), "qkv_weight"), (attn.qkv.bias, (rows,), "qkv_bias")]
+        if "out" in weights:
+            slices.append((attn.out.weight, (slice(None), slice(h * dh, (h + 1) * dh)), "out_weight"))
+    return slices
+
+
+def fresh_values(shape, kind: str, d_model: int, init: str, generator) -> torch.Tensor:
+    """New values for a head's slice with the model's own initialisation
+    (:class:`~grok_lightning.models.transformer.DecoderTransformer`'s ``init``)."""
     if init == "gpt":
-        values = torch.zeros(region.shape) if is_bias else torch.randn(region.shape, generator=generator) * 0.02
-    else:  # kaiming_uniform(a=sqrt(5)) for weights and U(+-1/sqrt(fan_in)) for biases: both U(+-1/sqrt(fan_in))
-        bound = 1.0 / math.sqrt(fan_in)
-        values = (torch.rand(region.shape, generator=generator) * 2 - 1) * bound
-    return values.to(device=region.device, dtype=region.dtype)
-
-
-def _zero_adam_state(trainer, params) -> None:
-    for optimizer in trainer.optimizers:
-        for param, index in params:
-            state = optimizer.state.get(param, {})
-            for key in ("exp_avg", "exp_avg_sq"):
-                if key in state:
-                    state[key][index] = 0.0
-
-
-def _matrix_norm(w: torch.Tensor, norm: str) -> float:
-    w = w.detach().double()
-    return float(torch.linalg.matrix_norm(w, ord=2) if norm == "spectral" else torch.linalg.matrix_norm(w))
+        return torch.zeros(shape) if kind == "qkv_bias" else torch.randn(shape, generator=generator) * 0.02
+    if kind == "qkv_bias" and init in ("mha", "xavier"):
+        return torch.zeros(shape)
+    if kind == "qkv_weight" and init in ("mha", "xavier"):
+        # xavier-uniform over the fused (3d x d) matrix (mha) or one (d x d) projection (xavier)
+        fan_out = 3 * d_model if init == "mha" else d_model
+        bound = math.sqrt(6.0 / (fan_out + d_model))
+    else:  # nn.Linear's default: kaiming_uniform(a=sqrt(5)) weights, biases U(+-1/sqrt(fan_in)) alike
+        bound = 1.0 / math.sqrt(d_model)
+    return (torch.rand(shape, generator=generator) * 2 - 1) * bound
 
 
 class WeightNormClip(_Intervention):
-    """Group C: clip each chosen weight matrix's norm to the median of those matrices' norms.
+    """Group C: scale weight matrices whose norm is above a per-seed median down to it.
 
     Args:
         norm: ``spectral`` (the largest singular value; the paper writes ||W||_2) or ``frobenius``.
         matrices: ``blocks`` (every 2-D weight inside the transformer blocks: qkv, out, both MLP
             layers), ``attention`` (qkv and out only) or ``all`` (every 2-D parameter, embeddings
             and head included).
+        reference: what "the per-seed median" is. ``trajectory`` (default): each matrix's own
+            median norm over this run's evaluations up to the intervention epoch, recorded by
+            :class:`~grok_lightning.callbacks.InterventionSource` (which must be attached, with
+            the same ``norm`` and ``matrices``); a matrix above its usual size is brought back to
+            it. ``matrices``: the median over all chosen matrices at the intervention epoch, one
+            number for every matrix.
 
-    "Per-seed median": the median over the chosen matrices of this run at the intervention
-    epoch. Matrices above it are scaled down to it; the others are untouched. Adam's state is
-    kept (the paper's one excluded run came from the post-clip optimiser state).
+    Matrices at or below their reference are untouched. Adam's state is kept (the paper's one
+    excluded run came from the post-clip optimiser state, which only exists if it is kept).
     """
 
     name = "weight_norm_clip"
 
     def __init__(self, epoch: int | None = None, control_record: str | None = None, norm: str = "spectral",
-                 matrices: str = "blocks", after_epoch: int = 100, exclude_nonfinite: bool = True):
+                 matrices: str = "blocks", reference: str = "trajectory", after_epoch: int = 100,
+                 exclude_nonfinite: bool = True):
         super().__init__(epoch, control_record, after_epoch, exclude_nonfinite)
-        require(norm in ("spectral", "frobenius"), "weight_norm_clip.norm", norm, "spectral or frobenius")
-        require(matrices in ("blocks", "attention", "all"), "weight_norm_clip.matrices", matrices,
-                "blocks, attention or all")
-        self.norm, self.matrices = norm, matrices
+        require(norm in NORMS, "weight_norm_clip.norm", norm, "spectral or frobenius")
+        require(matrices in MATRIX_SETS, "weight_norm_clip.matrices", matrices, "blocks, attention or all")
+        require(reference in ("trajectory", "matrices"), "weight_norm_clip.reference", reference,
+                "trajectory or matrices")
+        self.norm, self.matrices, self.reference = norm, matrices, reference
 
-    def _chosen(self, pl_module) -> dict[str, torch.nn.Parameter]:
-        named = dict(pl_module.model.named_parameters())
-        keep = {n: p for n, p in named.items() if p.ndim == 2}
-        if self.matrices == "blocks":
-            keep = {n: p for n, p in keep.items() if n.startswith("blocks.")}
-        elif self.matrices == "attention":
-            keep = {n: p for n, p in keep.items() if n.startswith("blocks.") and ".attn." in n}
-        if not keep:
-            raise ConfigError(f"weight_norm_clip.matrices={self.matrices!r}: no such weight matrices in this model")
-        return keep
+    def _references(self, trainer, pl_module, norms: dict[str, float]) -> dict[str, float]:
+        if self.reference == "matrices":
+            median = statistics.median(norms.values())
+            return {name: median for name in norms}
+        source = next((c for c in trainer.callbacks if isinstance(c, InterventionSource)), None)
+        if source is None or (source.norm, source.matrices) != (self.norm, self.matrices):
+            raise ConfigError("weight_norm_clip.reference='trajectory' needs an InterventionSource callback "
+                              f"with norm={self.norm!r} and matrices={self.matrices!r} (it records each matrix's norm)")
+        return source.median_norms(trainer.current_epoch)
 
     @torch.no_grad()
     def apply(self, trainer, pl_module) -> dict:
-        chosen = self._chosen(pl_module)
-        norms = {n: _matrix_norm(p, self.norm) for n, p in chosen.items()}
-        values = sorted(norms.values())
-        mid = len(values) // 2
-        median = values[mid] if len(values) % 2 else 0.5 * (values[mid - 1] + values[mid])
+        chosen = chosen_matrices(pl_module.model, self.matrices)
+        norms = {n: matrix_norm(p, self.norm) for n, p in chosen.items()}
+        references = self._references(trainer, pl_module, norms)
         total = lambda: math.sqrt(sum(float(p.detach().double().pow(2).sum()) for p in chosen.values()))
         before = total()
         clipped = {}
         for n, p in chosen.items():
-            if norms[n] > median:
-                p.mul_(median / norms[n])
-                clipped[n] = [norms[n], median]
-        return {"norm": self.norm, "matrices": self.matrices, "median": median, "n_matrices": len(chosen),
-                "clipped": clipped, "norm_before": before, "norm_after": total()}
+            if norms[n] > references[n]:
+                p.mul_(references[n] / norms[n])
+                clipped[n] = [norms[n], references[n]]
+        return {"norm": self.norm, "matrices": self.matrices, "reference": self.reference,
+                "references": references, "n_matrices": len(chosen), "clipped": clipped,
+                "norm_before": before, "norm_after": total()}

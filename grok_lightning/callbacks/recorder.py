@@ -112,6 +112,12 @@ class RunRecorder(Callback):
     # --- hooks ----------------------------------------------------------------------------
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._t0 = time.time()
+        started_from = None
+        if self.record is not None and self.run_info.get("run_id") not in (None, self.record.get("run_id")):
+            # this run starts from another run's checkpoint (E12's groups B and C start from the
+            # control run's at the intervention epoch): it keeps that run's history up to there and
+            # takes its own identity and configuration
+            started_from, self.record, self._elapsed_before = self.record, None, 0.0
         if self.record is None:
             config = self._config(trainer, pl_module)
             self.record = new_record(config, run_id=self.run_info.get("run_id"), name=self.run_info.get("name"))
@@ -124,6 +130,11 @@ class RunRecorder(Callback):
                 "torch_threads": torch.get_num_threads(),
             }
             log_hparams(trainer, curated_hparams(config), tuple(f"hp/{k}" for k in HP_METRICS))
+            if started_from is not None:
+                self.record["history"] = started_from["history"]
+                self.record["events"] = list(started_from.get("events") or [])
+                self.record["started_from"] = {"run_id": started_from.get("run_id"), "name": started_from.get("name"),
+                                               "epoch": (started_from["history"].get("epoch") or [None])[-1]}
         else:  # resumed: a run whose record already says it ended has its hp/* points
             self._outcome_logged_at = _final_epoch_on_disk(self.path(trainer))
         self.record["status"] = "running"

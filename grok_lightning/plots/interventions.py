@@ -44,13 +44,18 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
     return fig
 
 
-def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: np.ndarray, paper: dict, caption_text: str):
-    """Fig. 4: peak sigma_H per run vs d/H (log2 x), bin means, the saturating fit, the null band."""
+def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: np.ndarray, paper: dict, caption_text: str,
+                      unbiased: np.ndarray | None = None):
+    """Fig. 4: peak sigma_H per run vs d/H (log2 x), bin means, the saturating fit, the null band;
+    with ``unbiased``, the bin means with the unbiased spread over heads as well (hollow)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     ax.scatter(dh, peak, color="tab:blue", alpha=0.6, label=f"runs (n = {len(peak)})")
     bins = sorted(set(dh.tolist()))
     means = [float(np.mean(peak[dh == b])) for b in bins]
-    ax.plot(bins, means, "o-", color="tab:blue", label="bin mean")
+    ax.plot(bins, means, "o-", color="tab:blue", label="bin mean (population std over heads, as the paper)")
+    if unbiased is not None and len(unbiased):
+        ax.plot(bins, [float(np.mean(unbiased[dh == b])) for b in bins], "o--", color="tab:blue",
+                markerfacecolor="none", label="bin mean, unbiased std over heads")
     sat = (fit or {}).get("models", {}).get("saturating_exp", {})
     if sat.get("params"):
         p = sat["params"]

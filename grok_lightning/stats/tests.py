@@ -24,6 +24,8 @@ Multiple comparisons: ``correct`` wraps statsmodels ``multipletests`` (Bonferron
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -212,3 +214,22 @@ def pearson_r(x, y) -> dict:
     z, half = np.arctanh(np.clip(r, -1 + 1e-15, 1 - 1e-15)), 1.959963984540054 / np.sqrt(n - 3)
     return {"r": float(r), "p": float(p), "n": n,
             "ci_95": [float(np.tanh(z - half)), float(np.tanh(z + half))]}
+
+
+def unbiased_std_factor(n: int) -> float:
+    """Factor turning a population std (ddof 0) of ``n`` normal draws into an unbiased estimate of
+    sigma: ``sqrt(n / (n - 1)) / c4(n)`` with ``c4(n) = sqrt(2 / (n - 1)) Gamma(n/2) / Gamma((n-1)/2)``.
+
+    sigma_H is a population std over the H heads of a layer, so at small H it reads low (H = 2:
+    E[s] = 0.56 sigma; H = 16: 0.95 sigma). Comparing different H needs the unbiased spread; the
+    factor depends on H only, so it applies to the layer mean of sigma_H as well.
+
+    >>> round(unbiased_std_factor(2), 3), round(unbiased_std_factor(4), 3), round(unbiased_std_factor(16), 3)
+    (1.772, 1.253, 1.05)
+    """
+    if n < 2:
+        raise ValueError(f"n={n}: a spread needs at least 2 values")
+    from scipy.special import gammaln
+
+    c4 = math.sqrt(2.0 / (n - 1)) * math.exp(gammaln(n / 2) - gammaln((n - 1) / 2))
+    return math.sqrt(n / (n - 1)) / c4

@@ -77,6 +77,9 @@ PLACEMENT_KEYS = (
     "run.run_id",
     "run.threads",
     "run.checkpoint_every",
+    # a checkpoint of another run that this run starts from (E12's B and C start from A's at the
+    # intervention epoch): its path depends on the output folder; what the run computes does not
+    "run.start_from",
 )
 SWEEP_KEYS = {"name", "description", "base", "overrides", "grid", "zip", "profiles", "default_profile",
               "checkpoint_min_epochs", "checkpoint_every", "keep_checkpoints"}

@@ -253,6 +253,8 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     ckpt_path, unusable = checkpoint_to_resume(run_dir / "checkpoints" / "last.ckpt")
     if ckpt_path is None:
         _clean(run_dir)  # the unusable file goes too: it is reported this once
+        # no checkpoint of its own yet: a run may start from another run's (E12's B and C)
+        ckpt_path = ((task["config"].get("run") or {}).get("start_from")) or None
     me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": _proc_start(os.getpid())}
     (run_dir / OWNER_FILE).write_text(json.dumps(me))
     with open(run_dir / ATTEMPTS_FILE, "a") as handle:
