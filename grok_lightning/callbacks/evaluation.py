@@ -114,7 +114,7 @@ class ScheduledEvaluation(Callback):
 class StepLossLogger(Callback):
     """Opt-in: the mini-batch training loss at every ``every_n_steps``-th optimizer step, under
     ``train_per_step/loss`` with ``step = optimizer step`` (the section name says the x axis is
-    not epochs). Add it with ``--trainer.callbacks+=grok_lightning.callbacks.StepLossLogger``.
+    not epochs). Add it with ``--trainer.callbacks+=grok_lightning.callbacks.evaluation.StepLossLogger``.
     """
 
     def __init__(self, every_n_steps: int = 1) -> None:
