@@ -412,3 +412,26 @@ def test_masked_single_sequence_equals_trimmed(construction):
     for key in padded:
         torch.testing.assert_close(padded[key], trimmed[key], equal_nan=True)
         torch.testing.assert_close(full[key], unmasked[key], equal_nan=True)
+
+
+def test_hf_gpt2_example_runs(tmp_path, transformers):
+    """examples/diagnostics_hf_gpt2.py, shrunk to seconds: it trains and the callback logs."""
+    import sys
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        import diagnostics_hf_gpt2 as example
+    finally:
+        sys.path.pop(0)
+    args = example.parser().parse_args(["--p", "11", "--n-embd", "16", "--epochs", "2", "--diag-every", "1", "--val-every", "1"])
+    threads = torch.get_num_threads()  # build() sets the example's one thread, process-wide
+    try:
+        module, (train, held_out), trainer = example.build(args, True, CSVLogger(tmp_path))
+        trainer.fit(module, train, held_out)
+    finally:
+        torch.set_num_threads(threads)
+    callback = next(c for c in trainer.callbacks if isinstance(c, AnyModelAttentionDiagnostics))
+    assert set(callback.last) >= {"diag/mean_similarity", "diag_layer_1/pr_norm"}
+    assert all(math.isfinite(v) for v in callback.last.values())
