@@ -435,3 +435,26 @@ def test_hf_gpt2_example_runs(tmp_path, transformers):
     callback = next(c for c in trainer.callbacks if isinstance(c, AnyModelAttentionDiagnostics))
     assert set(callback.last) >= {"diag/mean_similarity", "diag_layer_1/pr_norm"}
     assert all(math.isfinite(v) for v in callback.last.values())
+
+
+def test_masked_metric_accepts_chunks_of_different_lengths():
+    """Dynamic padding: chunks of T = 6, 4, 5 accumulate to the statistics of one batch padded to 6."""
+    logits = torch.randn(6, 4, 6, 6, generator=torch.Generator().manual_seed(10))
+    a = logits.softmax(-1)
+    lengths = torch.tensor([6, 3, 4, 2, 5, 4])
+    valid = torch.arange(6)[None] < lengths[:, None]
+    a = torch.where(valid[:, None, None, :], a, 0)  # a model that masks padded keys (rows not renormalised: irrelevant here)
+    whole = masked_attention_statistics([a], valid)
+    metric = MaskedAttentionStatistics()
+    metric.update([a[:2]], valid[:2])  # T = 6
+    metric.update([a[2:4, :, :4, :4]], valid[2:4, :4])  # T = 4
+    metric.update([a[4:, :, :5, :5]], valid[4:, :5])  # T = 5
+    chunked = metric.compute()
+    for key in whole:
+        torch.testing.assert_close(chunked[key], whole[key])
+    grown = MaskedAttentionStatistics()  # the longest chunk last: the states grow
+    grown.update([a[2:4, :, :4, :4]], valid[2:4, :4])
+    grown.update([a[4:, :, :5, :5]], valid[4:, :5])
+    grown.update([a[:2]], valid[:2])
+    for key in whole:
+        torch.testing.assert_close(grown.compute()[key], whole[key])

@@ -24,10 +24,12 @@ the kernel is the unmasked one, unchanged.
 
 from __future__ import annotations
 
+import math
 from typing import Dict, Optional
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
 from grok_lightning.metrics.attention import AttentionStatistics
 from grok_lightning.metrics.functional import (
@@ -122,8 +124,9 @@ class MaskedAttentionStatistics(AttentionStatistics):
     are the parent's sum-reduced float64 states (Gram ``(L, H, H)``, head and entropy sums
     ``(L, H)``, coordinate sums ``(L, H, T*T)`` and the counts), so chunks add up exactly and
     ``compute()`` returns the same dict of s_bar (``mean_similarity``), sigma_H
-    (``entropy_std``), ``spectral_gap``, ``pr_norm`` and the rest. Chunks must share ``T``
-    (the coordinate sums are per ``(q, k)``): pad every chunk to one length.
+    (``entropy_std``), ``spectral_gap``, ``pr_norm`` and the rest. Chunks may differ in ``T``
+    (dynamic padding): the per-``(q, k)`` coordinate sums grow to the longest ``T`` seen, and a
+    shorter chunk counts as padded to it, which adds exactly nothing.
 
     Example:
         >>> import torch
@@ -138,6 +141,7 @@ class MaskedAttentionStatistics(AttentionStatistics):
     """
 
     def update(self, attentions: Attentions, mask: Optional[Tensor] = None) -> None:  # type: ignore[override]
+        attentions, mask = self._common_length(attentions, mask)
         new = _masked_attention_state_update(attentions, mask, self.eps, _per_example(self.pr_construction))
         for name in new._fields:  # every state is the sum of its chunks
             old, add = getattr(self, name), getattr(new, name)
@@ -145,3 +149,19 @@ class MaskedAttentionStatistics(AttentionStatistics):
                 raise ValueError(f"state {name!r} changed shape between updates: {tuple(old.shape)} accumulated, "
                                  f"got {tuple(add.shape)} (layers, heads or T differ)")
             setattr(self, name, old + add)
+
+    def _common_length(self, attentions: Attentions, mask: Optional[Tensor]):
+        """Bring a chunk and the accumulated coordinate states to one ``T`` (the longer)."""
+        if not self.coord_count.dim():  # nothing accumulated yet
+            return attentions, mask
+        a = _as_layer_tensor(attentions)
+        t, t_seen = a.shape[-1], math.isqrt(self.coord_count.numel())
+        if a.shape[-2] != t or t == t_seen:
+            return attentions, mask
+        if t > t_seen:  # grow the states: coordinate (q, k) keeps its meaning, new ones start at 0
+            grow = (0, t - t_seen, 0, t - t_seen)
+            self.coord_sum = F.pad(self.coord_sum.unflatten(-1, (t_seen, t_seen)), grow).flatten(-2)
+            self.coord_count = F.pad(self.coord_count.view(t_seen, t_seen), grow).flatten()
+            return a, mask
+        valid = torch.ones(a.shape[1], t, dtype=torch.bool, device=a.device) if mask is None else mask.bool()
+        return F.pad(a, (0, t_seen - t, 0, t_seen - t)), F.pad(valid, (0, t_seen - t))  # padding is invalid
