@@ -15,6 +15,9 @@ SWEEPS = REPO / "configs" / "sweeps"
 
 
 PROFILES = ("smoke", "medium", "paper")
+#: how the figure targets launch their sweeps, set from the command line by :func:`parse_args`
+#: (a target is one process; ``reproduce.all`` re-parses for each target it calls)
+LAUNCH: dict = {"train": True, "ensemble_size": 1, "launcher": "local", "address": None}
 
 
 def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
@@ -23,9 +26,17 @@ def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
     parser.add_argument("--profile", choices=PROFILES, default="smoke")
     parser.add_argument("--out", default="reproduction", help="output root (default: reproduction/)")
     parser.add_argument("--workers", type=int, default=None, help="local sweep workers (default: one per core)")
+    parser.add_argument("--ensemble-size", type=int, default=1, help="runs per vectorised ensemble (sweep run --ensemble-size)")
+    parser.add_argument("--launcher", choices=("local", "ray"), default="local")
+    parser.add_argument("--address", default=None, help="Ray cluster address (--launcher ray)")
+    parser.add_argument("--no-train", action="store_true",
+                        help="train nothing: figures, fits and report rows from the records already in --out")
     if extra is not None:
         extra(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    LAUNCH.update(train=not args.no_train, ensemble_size=args.ensemble_size, launcher=args.launcher,
+                  address=args.address)
+    return args
 
 
 def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int | None = None) -> list[dict]:
@@ -35,15 +46,30 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int 
 
     ``extend=True``: when the sweep file changed since ``out/sweep`` was made, the new grid is
     adopted and finished runs it still contains are kept; only the runs of the current grid
-    are returned (a removed lambda never leaks into a fit).
+    are returned (a removed lambda never leaks into a fit). With ``--no-train`` nothing runs:
+    the records already in ``out/sweep`` are read, and runs of the grid without a final record
+    are named on stderr.
     """
+    import sys
+
+    from grok_lightning.records import FINAL_STATUSES
     from grok_lightning.sweep.grid import load_sweep
     from grok_lightning.sweep.launchers import run_sweep
 
     path = sweep_path(sweep_file)
-    run_sweep(path, profile=profile, out=out / "sweep", workers=workers, extend=True)
-    wanted = {spec.run_id for spec in load_sweep(path, profile=profile).expand()}
-    return [record for _, record in iter_records(out / "sweep" / "runs") if record.get("run_id") in wanted]
+    if LAUNCH["train"]:
+        run_sweep(path, profile=profile, out=out / "sweep", workers=workers, extend=True,
+                  ensemble_size=LAUNCH["ensemble_size"], launcher=LAUNCH["launcher"], address=LAUNCH["address"])
+    specs = load_sweep(path, profile=profile).expand()
+    wanted = {spec.run_id for spec in specs}
+    found = [record for _, record in iter_records(out / "sweep" / "runs")] if (out / "sweep" / "runs").is_dir() else []
+    records = [record for record in found if record.get("run_id") in wanted]
+    final = {r["run_id"] for r in records if r.get("status") in FINAL_STATUSES}
+    missing = [spec.name for spec in specs if spec.run_id not in final]
+    if missing and not LAUNCH["train"]:
+        print(f"{path.name} ({profile}): {len(missing)} of {len(specs)} runs have no final record in {out / 'sweep'}: "
+              f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
+    return records
 
 
 def sweep_path(sweep_file: str | Path) -> Path:

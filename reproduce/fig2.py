@@ -33,12 +33,14 @@ def main(argv=None) -> Path:
     stop = records[0]["config"].get("grok", {}) if records else {}
     details = (f"lambda = {usable[0]['config']['wd']}, seeds {seeds} (n = {len(usable)}), horizon {horizon} epochs"
                f"{', stop 100 epochs after grokking' if args.profile == 'smoke' else ''}\n{describe(usable[0])}")
-    differs = None if args.profile == "paper" else f"{len(usable)} seeds (paper 50); runs stop after grokking, so Phase 2 (1,000-3,000) is not reached"
+    differs = {"paper": None,
+               "smoke": f"{len(usable)} seeds (paper 50); runs stop after grokking, so Phase 2 (1,000-3,000) is not reached",
+               "medium": f"{len(usable)} seeds (paper 50), horizon {horizon} epochs (paper 5,000)"}[args.profile]
     fig = figure_two_phase(usable, caption(args.profile, details, differs))
     fig.savefig(out / "fig2_two_phase.png", dpi=130)
     column = lambda key: [s[key] for s in per_seed.values()]
     rows = []
-    smoke = "" if args.profile == "paper" else "smoke: horizon ends ~100 epochs after grokking"
+    smoke = "smoke: horizon ends ~100 epochs after grokking" if args.profile == "smoke" else ""
     memorised = "memorised = from the first evaluation with train accuracy >= 0.99 to t_grok"
     for key, paper_value, quantity, note in (
         ("s_bar_memorised", PAPER_PHASE1["s_bar_memorised"],

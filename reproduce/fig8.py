@@ -25,7 +25,7 @@ import yaml
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_forest
 from grok_lightning.stats import correct, paired_comparison, peak_entropy_std
-from reproduce.common import REPO, SWEEPS, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import LAUNCH, REPO, SWEEPS, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 8 (E12)"
@@ -190,6 +190,7 @@ def main(argv=None) -> Path:
     args = parse_args(__doc__, argv, extra=lambda p: p.add_argument(
         "--window", type=int, default=None, help="score outcomes on (E, E + W] (default: to the end of the run)"))
     out = Path(args.out) / "fig8"
+    LAUNCH["ensemble_size"] = 1  # each control run keeps its own peak checkpoint; B and C start from distinct ones
     control = sweep_records("interventions.yaml", args.profile, out / "A", args.workers)
     peaks, starts = control_peaks(control, out / "A" / "sweep")
     if not peaks:
