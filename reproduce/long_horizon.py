@@ -50,22 +50,15 @@ PAPER_FIG6 = [(100, 0.86), (500, 0.71), (1000, 0.48), (20000, 0.13)]  # seed 42,
 PAPER_FIG6_P2_P4 = ((2500, 12500), (0.18, 0.55))
 PAPER_FIG7 = [(100, 2.072), (500, 1.392), (20000, 1.346)]
 PAPER_FIG7_PLATEAU = ((1000, 17500), (1.30, 1.36))
-#: Table 3 as printed (3 decimals), used when ../shared/reference/c1_empirical_validation.json is absent
-TABLE3 = [(100, 0.392, 0.864), (500, 0.788, 0.612), (1000, 1.278, 0.434), (2500, 0.870, 0.548), (5000, 1.601, 0.306),
-          (7500, 1.726, 0.293), (10000, 1.516, 0.335), (12500, 1.738, 0.276), (15000, 1.476, 0.399),
-          (17500, 1.591, 0.326), (20000, 1.880, 0.251)]
-C1_JSON = REPO.parent / "shared" / "reference" / "c1_empirical_validation.json"
+#: the paper's Table 3 / C1 check as published (reference/, CC-BY-4.0, L. Verma)
+C1_JSON = REPO / "reference" / "c1_empirical_validation.json"
 
 
 def paper_table3() -> tuple[list[dict], float, str]:
     """(rows, max |PR_norm - C1|, source) of the paper's Table 3 / C1 check."""
-    if C1_JSON.is_file():
-        data = json.loads(C1_JSON.read_text())
-        return (data["cv_trajectory_canonical_s42"], data["identity_error_bias_corrected"]["PR_norm_max_err"],
-                "c1_empirical_validation.json (CC-BY-4.0, L. Verma)")
-    rows = [{"epoch": e, "mean_CV_lambda": cv, "mean_PR_norm_measured": pr, "phase_label": TABLE3_PHASES[e]}
-            for e, cv, pr in TABLE3]
-    return rows, 2.56e-7, "the paper's Table 3 (3 decimals)"
+    data = json.loads(C1_JSON.read_text())
+    return (data["cv_trajectory_canonical_s42"], data["identity_error_bias_corrected"]["PR_norm_max_err"],
+            "c1_empirical_validation.json (CC-BY-4.0, L. Verma)")
 
 
 def pick_lead(records: list[dict]) -> tuple[dict, list[dict]]:

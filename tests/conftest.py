@@ -10,7 +10,19 @@ import yaml
 from lightning.pytorch import Callback
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference"
+#: the paper's published aggregates (CC-BY-4.0, shipped in the repository: reference/README.md)
+REFERENCE = REPO / "reference"
+
+
+def read_reference(name: str) -> dict:
+    """One published aggregate file. A missing file fails the test (never a skip): the golden
+    values are what the statistics are checked against."""
+    import json
+
+    path = REFERENCE / name
+    if not path.is_file():
+        pytest.fail(f"{path}: the paper's published aggregate is missing (reference/ ships with the repository)")
+    return json.loads(path.read_text())
 
 
 def load_yaml(name: str) -> dict:

@@ -44,8 +44,9 @@ from grok_lightning.metrics import (
 )
 from grok_lightning.metrics.functional import _cosine_from_gram
 
+from conftest import read_reference
+
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
 
 # --------------------------------------------------------------------------- numpy reference
@@ -407,10 +408,7 @@ H_PAPER, L_PAPER = 8, 4
 
 
 def _load_c1_rows():
-    path = REFERENCE_DIR / "c1_empirical_validation.json"
-    if not path.exists():
-        pytest.skip(f"reference file missing: {path}")
-    rows = json.loads(path.read_text())["cv_trajectory_canonical_s42"]
+    rows = read_reference("c1_empirical_validation.json")["cv_trajectory_canonical_s42"]
     assert rows, "no rows in c1_empirical_validation.json"
     return rows
 

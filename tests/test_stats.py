@@ -1,7 +1,7 @@
 """Tests for grok_lightning.stats: golden numbers from the paper's published JSONs + edge cases.
 
-Golden tests read ../shared/reference (relative to the repo root) and are skipped if it is
-missing. Numbers measured by these tests are recorded in docs/statistics.md.
+Golden tests read the published aggregates in reference/ and fail if a file is missing.
+Numbers measured by these tests are recorded in docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -23,13 +23,7 @@ from grok_lightning.stats import (PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, P_RELAX_LE
                                   kappa_from_rate, paired_comparison, pearson_r, permutation_test,
                                   records_to_arrays, relaxation_curve, tanh_rise)
 
-REF_DIR = Path(__file__).resolve().parents[2] / "shared" / "reference"
-needs_ref = pytest.mark.skipif(not REF_DIR.is_dir(),
-                               reason=f"reference JSONs not found at {REF_DIR} (shared/reference)")
-
-
-def _ref(name: str) -> dict:
-    return json.loads((REF_DIR / name).read_text())
+from conftest import read_reference as _ref
 
 
 def _expand_bins(bins):
@@ -59,7 +53,6 @@ def paper_fit(canonical):
     return fit_critical_weight_decay(wd, g, method="paper", n_bootstrap=1500, seed=42)
 
 
-@needs_ref
 def test_paper_lambda_c_golden(paper_fit, canonical):
     ref = canonical["wd_c_fit"]
     assert abs(paper_fit.wd_c / 0.015771 - 1) < 1e-4
@@ -78,7 +71,6 @@ def test_paper_lambda_c_golden(paper_fit, canonical):
     assert d["n_records"] == 190 and d["warnings"] == []
 
 
-@needs_ref
 def test_glm_lambda_c_golden(canonical, paper_fit):
     wd, g = _expand_bins(canonical["wd_c_fit"]["bins"])
     fit = fit_critical_weight_decay(wd, g, method="glm")
@@ -197,7 +189,6 @@ def test_records_to_arrays():
 
 
 # -------------------------------------------------------------------------------- nu
-@needs_ref
 def test_nu_on_published_sample(canonical):
     # The sample holds 30 runs (9/10/8/3) at lambda in {0.1, 0.5, 1, 2} only (the paper's
     # nu = 0.757 used 140 runs over 11 bins). Measured: nu = 0.8416, bootstrap CI [0.8018, 0.8787],
@@ -250,7 +241,6 @@ def test_nu_input_errors():
         fit_time_to_grok_power_law([0.1, 0.5, 1.0], [10, 11, 12], np.nan)
 
 
-@needs_ref
 def test_jackknife_formula_matches_reference_json():
     ref = _ref("a5_nu_jackknife.json")
     n, jk = ref["n_points"], ref["jackknife"]
@@ -264,7 +254,6 @@ def test_jackknife_formula_matches_reference_json():
 
 
 # ----------------------------------------------------------------------- paired / tests
-@needs_ref
 def test_paired_comparison_golden_peak_entropy():
     row = _ref("intervention_stats.json")["paired_tests"]["B_minus_A"]["peak_ent"]
     n = row["n"]
@@ -297,7 +286,6 @@ def test_paired_comparison_edge_cases():
     assert r.ci_95_diff == (1.0, 1.0)
 
 
-@needs_ref
 def test_cohens_d_two_sample_golden():
     ref, perm = _ref("a7_cohens_d.json")["add_vs_random_amplitude"], _ref("a3_perm_test.json")
 
@@ -310,7 +298,6 @@ def test_cohens_d_two_sample_golden():
     assert len(x) == ref["n_a"] and len(y) == ref["n_b"]
 
 
-@needs_ref
 def test_permutation_p_value_convention():
     ref = _ref("a3_perm_test.json")
     for key in ("amplitude_perm", "entropy_std_perm", "tail_drift_perm"):
