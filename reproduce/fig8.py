@@ -197,6 +197,8 @@ def main(argv=None) -> Path:
         raise SystemExit("fig8: no completed control run has sigma_H after epoch 100; nothing to intervene on")
     groups = {"A": control}
     for group in GROUPS:
+        if group == "Cm" and args.profile == "smoke":  # the smoke budget keeps the two paper groups
+            continue
         path = derived_sweep(group, args.profile, peaks, starts, out / group)
         groups[group] = sweep_records(path, args.profile, out / group, args.workers)
     summary = analyse(groups, peaks, args.profile, out, window=args.window)
