@@ -1,7 +1,7 @@
-"""``grok-lightning`` entry point.
+"""``grok-lightning`` entry point (also ``python -m grok_lightning``).
 
 ``fit`` / ``validate`` and the other LightningCLI subcommands go to :class:`GrokCLI`;
-``sweep``, ``analyze`` and ``report`` are this package's own verbs. A configuration error is
+``sweep`` and ``analyze`` are this package's own verbs. ``grok-lightning --help`` lists them all. A configuration error is
 printed as one line (``error: field=value: allowed values``) with exit status 2, before any
 training starts. That includes the parser's own errors (unknown key, wrong type, a missing or
 malformed config file), which jsonargparse would print after its full usage text: the line names
@@ -14,8 +14,18 @@ import sys
 
 from grok_lightning.config import ConfigError
 
-PACKAGE_VERBS = {}  # verb -> callable(argv) registered by the sweep/analyze/report modules
+PACKAGE_VERBS = {}  # verb -> callable(argv), for verbs added from outside this module
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
+#: one line per verb for ``grok-lightning --help`` (LightningCLI's own help lists only its four)
+VERB_HELP = {
+    "fit": "train one run from a config (configs/canonical.yaml, configs/tian.yaml): TensorBoard logs + record.json",
+    "sweep": "run / resume a sweep file (progress in epochs, ETA), show its status, collect its records",
+    "analyze": "statistics from run records: critical-wd (lambda_c), power-law (nu), paired comparisons",
+}
+#: LightningCLI's other verbs: the modules have no validation/test/predict step (evaluation runs
+#: inside ``fit``, on the full splits, on the --model.eval_every schedule), so they are refused
+#: with one line instead of a Lightning traceback
+UNSUPPORTED = ("validate", "test", "predict")
 
 
 def _package_verbs() -> dict:
@@ -73,12 +83,34 @@ def _run_lightning(argv: list[str], from_shell: bool) -> None:
         raise ConfigError(f"{parser_error_line(str(err))} (see: {command} --help)") from None
 
 
+def usage(verbs: dict) -> str:
+    """The top-level help: every verb with one line."""
+    names = ["fit", *sorted(v for v in verbs if v != "fit")]
+    width = max(len(n) for n in names) + 2
+    lines = ["usage: grok-lightning VERB [options]      (python -m grok_lightning VERB ...)", "",
+             "Reproduction of arXiv 2605.20441 (grokking, weight-decay regimes, attention diagnostics) and",
+             "arXiv 2605.08119 (spectral lock-in) with PyTorch Lightning.", "", "verbs:"]
+    lines += [f"  {name:<{width}}{VERB_HELP.get(name, '')}" for name in names]
+    lines += ["", f"{', '.join(UNSUPPORTED)}: LightningCLI verbs these modules do not implement (evaluation runs",
+              "inside fit, on the full splits); they are refused with one line.", "", "`grok-lightning VERB --help` gives the options of one verb, e.g.",
+              "  grok-lightning fit --config configs/canonical.yaml --print_config",
+              "  grok-lightning sweep run configs/sweeps/canonical_wd.yaml --profile smoke"]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from_shell = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     verbs = _package_verbs()
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(verbs), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] in UNSUPPORTED:
+        print(f"error: {argv[0]}: not implemented by these modules (evaluation runs inside fit, on the full "
+              f"splits; read record.json or TensorBoard); expected one of: {', '.join(VERB_HELP)}", file=sys.stderr)
+        return 2
     try:
-        if argv and argv[0] in verbs:
+        if argv[0] in verbs:
             return int(verbs[argv[0]](argv[1:]) or 0)
         _run_lightning(argv, from_shell)
         return 0
