@@ -2,7 +2,8 @@
 
     grok-lightning sweep run configs/sweeps/canonical_wd.yaml --profile smoke [--workers N]
         [--threads-per-worker T] [--out DIR] [--launcher local|ray] [--address ADDR]
-        [--gpus-per-run 0.25] [--extend] [--dry-run]
+        [--gpus-per-run 0.25] [--ensemble-size E] [--devices 4|0,2,5] [--runs-per-device R]
+        [--extend] [--dry-run]
     grok-lightning sweep run DIR                  # resume the sweep stored in DIR
     grok-lightning sweep status DIR [--json]
     grok-lightning sweep collect DIR --out runs.parquet|runs.csv [--no-pending]
@@ -44,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", help="profile in the sweep file (default: default_profile, else smoke)")
     run.add_argument("--out", help="sweep directory (default: runs/sweeps/<name>-<profile>)")
     run.add_argument("--workers", type=_positive_int, default=None,
-                     help="local worker processes (default: one per CPU core; 0 = run in this process)")
+                     help="local worker processes (default: one per CPU core, or devices x runs per device with "
+                          "--devices; 0 = run in this process, unpinned)")
     run.add_argument("--threads-per-worker", type=_positive_int, default=None,
                      help="torch threads per run (default 1)")
     run.add_argument("--launcher", choices=("local", "ray"), default="local")
@@ -55,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ensemble-size", type=_positive_int, default=1,
                      help="train up to this many compatible runs (same config but seed and weight decay) as one "
                           "vectorised ensemble per task (default 1: one run per task); records are the same")
+    run.add_argument("--devices", default=None,
+                     help="GPUs for the local workers: a count (4) or device numbers (0,2,5; one device: 3,); each "
+                          "worker sees one of them, round robin (default: no pinning)")
+    run.add_argument("--runs-per-device", type=_positive_int, default=None,
+                     help="local workers per GPU with --devices (default 1); --workers defaults to devices x this")
     run.add_argument("--dry-run", action="store_true", help="print the runs and exit")
 
     status = sub.add_parser("status", help="status counts of a sweep directory")
@@ -79,12 +86,11 @@ def _run(args) -> int:
             axes = ", ".join(f"{k}={v}" for k, v in run.axes.items())
             print(f"  {run.name}  [{run.run_id}]  {axes}")
         return 0
-    if args.launcher != "ray" and (args.address or args.gpus_per_run):
-        raise ConfigError("--address/--gpus-per-run apply to --launcher ray only")
     result = run_sweep(args.sweep, profile=args.profile, out=args.out, workers=args.workers,
                        threads_per_worker=args.threads_per_worker, launcher=args.launcher,
                        address=args.address, gpus_per_run=args.gpus_per_run, extend=args.extend,
-                       ensemble_size=args.ensemble_size)
+                       ensemble_size=args.ensemble_size, devices=args.devices,
+                       runs_per_device=args.runs_per_device)
     if result.interrupted:
         return 130
     return 0 if result.ok else 1

@@ -28,6 +28,7 @@ from typing import Callable, TextIO
 
 from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES
+from grok_lightning.sweep.devices import pick_device, resolve_devices, workers_for_devices
 from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
 from grok_lightning.sweep.progress import Progress
 from grok_lightning.sweep.store import SweepStore
@@ -106,13 +107,16 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
               workers: int | None = None, threads_per_worker: int | None = None, launcher: str = "local",
               address: str | None = None, gpus_per_run: float = 0.0, extend: bool = False,
               stream: TextIO | None = None, only: Callable[[dict], bool] | None = None,
-              ensemble_size: int = 1) -> SweepResult:
+              ensemble_size: int = 1, devices=None, runs_per_device: int | None = None) -> SweepResult:
     """Run (or resume) a sweep; return what happened. Raises ``ConfigError`` before any run
     for a malformed sweep, a different grid in ``out`` or a sweep already running there.
 
     ``workers=0`` runs in this process (no worker processes; for debugging).
     ``ensemble_size`` > 1 packs compatible runs into vectorised ensembles of that many members
     (:mod:`grok_lightning.sweep.ensembles`); records are the same as without.
+    ``devices`` (a count, or device numbers ``"0,2"``) pins each local worker to one GPU, round
+    robin, ``runs_per_device`` workers per GPU (:mod:`grok_lightning.sweep.devices`); it also
+    sets the default number of workers to devices x runs per device.
     """
     stream = stream or sys.stdout
     t0 = time.time()
@@ -120,8 +124,12 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
     threads = threads_per_worker or default_threads
     if launcher not in ("local", "ray"):
         raise ConfigError(f"--launcher={launcher!r}: must be one of local, ray")
+    if launcher == "local" and (address or gpus_per_run):
+        raise ConfigError("--address/--gpus-per-run apply to --launcher ray only")
     if launcher == "ray":
         _import_ray()
+    device_list = resolve_devices(devices, runs_per_device, launcher)
+    default_workers = workers_for_devices(device_list, runs_per_device) or default_workers
     sweep, runs, store = prepare(target, profile, out, extend=extend)
     with store.lock():
         store.initialize(sweep, runs, extend=extend)
@@ -135,7 +143,8 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
                            ensemble_size, store.root)
         n_workers = default_workers if workers is None else workers
         n_workers = min(n_workers, len(tasks)) if n_workers else 0
-        where = f"{launcher}" + (f" {n_workers} worker(s) x {threads} thread(s)" if launcher == "local"
+        pinned = f" on GPU(s) {','.join(device_list)}" if device_list else ""
+        where = f"{launcher}" + (f" {n_workers} worker(s) x {threads} thread(s){pinned}" if launcher == "local"
                                  else f" ({address or 'local cluster'}, {threads} cpu(s)"
                                       f"{f', {gpus_per_run} gpu(s)' if gpus_per_run else ''} per run)")
         packed = len(tasks) != len(todo)
@@ -153,7 +162,7 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
             elif n_workers == 0:
                 interrupted = _run_inline(tasks, progress, statuses, store)
             else:
-                interrupted = _run_local(tasks, progress, statuses, n_workers, threads, store)
+                interrupted = _run_local(tasks, progress, statuses, n_workers, threads, store, device_list)
         progress.close()
         index = store.rebuild_index()
         line = store.status_line(index)
@@ -221,7 +230,7 @@ def worker_command(parent_pid: int, threads: int | None) -> list[str]:
     return command + (["--threads", str(threads)] if threads else [])
 
 
-def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
+def _run_local(tasks, progress, statuses, n_workers, threads, store, devices=None) -> bool:
     """Worker subprocesses (``python -m grok_lightning.sweep.worker --serve``), one run at a time.
 
     Tasks go to a worker's stdin and results come back on its stdout as JSON lines (a reader
@@ -229,6 +238,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
     never re-imports the caller's ``__main__``, so a script without an ``if __name__ ==
     "__main__"`` guard cannot make workers re-launch the sweep. Worker stderr (start-up
     warnings, crashes) goes to ``DIR/workers.log``; each run's own output goes to its run.log.
+    With ``devices``, each worker sees one of them (``CUDA_VISIBLE_DEVICES``; :func:`pick_device`).
     """
     import json
     import subprocess
@@ -239,6 +249,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
     by_name = {task["name"]: task for task in tasks}
     procs: dict[int, subprocess.Popen] = {}
     holding: dict[int, str | None] = {}
+    device_of: dict[int, str] = {}  # live workers' GPUs
     ready: set[int] = set()
     stop = {"flag": False}
     startup_failures: list[int] = []
@@ -264,8 +275,12 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
     def spawn() -> None:
         nonlocal next_id
         wid, next_id = next_id, next_id + 1
+        worker_env = env
+        if devices:
+            device_of[wid] = pick_device(devices, device_of.values())
+            worker_env = dict(env, CUDA_VISIBLE_DEVICES=device_of[wid])
         proc = subprocess.Popen(worker_command(os.getpid(), threads), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=log, env=env, text=True, bufsize=1)
+                                stderr=log, env=worker_env, text=True, bufsize=1)
         procs[wid], holding[wid] = proc, None
         threading.Thread(target=reader, args=(wid, proc), daemon=True, name=f"sweep-worker-{wid}").start()
 
@@ -299,6 +314,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store) -> bool:
 
     def on_exit(wid: int) -> None:
         proc = procs.pop(wid)
+        device_of.pop(wid, None)
         code = proc.wait()
         lost = holding.pop(wid, None)
         if wid not in ready:
@@ -388,6 +404,10 @@ def _run_ray(tasks, progress, statuses, address, threads, gpus_per_run, store) -
         kwargs = {"address": address} if address else {"include_dashboard": False}
         ray.init(ignore_reinit_error=True, log_to_driver=False, **kwargs)
         started_here = True
+    gpus = ray.cluster_resources().get("GPU", 0)
+    if gpus and not gpus_per_run:  # Ray sets CUDA_VISIBLE_DEVICES="" for a task that asks for no GPU
+        progress.message(f"note: the Ray cluster has {gpus:g} GPU(s) but --gpus-per-run is 0: these runs see no GPU "
+                         f"and train on CPU")
     remote = ray.remote(num_cpus=threads, num_gpus=gpus_per_run or 0, max_retries=0)(ray_execute)
     refs = {}
     for task in tasks:
