@@ -11,12 +11,32 @@ PYTEST_ARGS ?=
 # extras installed with the package: `predict` (scikit-learn) for reproduce-predict, `llc` (devinterp; ~50 s,
 # +411 MB) for reproduce-rllc and its tests, both part of reproduce-all; CI adds `ray` for the Ray launcher test
 EXTRAS ?= dev,predict,llc
+# How the reproduce targets launch their sweeps (empty = the default; docs/gpu.md):
+#   ENSEMBLE=64        train up to 64 compatible runs as one vectorised ensemble per task
+#   WORKERS=N          local worker processes (default: one per core, or DEVICES x RUNS_PER_DEVICE)
+#   DEVICES=8 | 0,2,5  pin local workers to these GPUs, round robin; RUNS_PER_DEVICE=2 workers per GPU
+#   LAUNCHER=ray ADDRESS=head:6379 GPUS_PER_RUN=0.5   a Ray cluster instead of local workers
+ENSEMBLE ?=
+WORKERS ?=
+DEVICES ?=
+RUNS_PER_DEVICE ?=
+LAUNCHER ?=
+ADDRESS ?=
+GPUS_PER_RUN ?=
+LAUNCH = $(if $(ENSEMBLE),--ensemble-size $(ENSEMBLE)) $(if $(WORKERS),--workers $(WORKERS)) \
+	$(if $(DEVICES),--devices $(DEVICES)) $(if $(RUNS_PER_DEVICE),--runs-per-device $(RUNS_PER_DEVICE)) \
+	$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(ADDRESS),--address $(ADDRESS)) \
+	$(if $(GPUS_PER_RUN),--gpus-per-run $(GPUS_PER_RUN))
+# `make gpu-check`: the device it checks (cuda, or cpu for the tiny CI version) and its JSON
+DEVICE ?= cuda
+GPU_CHECK_OUT ?= gpu_check.json
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install test test-fast gpu-check reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+	@echo "  variables: PROFILE OUT; for sweeps ENSEMBLE WORKERS DEVICES RUNS_PER_DEVICE LAUNCHER ADDRESS GPUS_PER_RUN (docs/gpu.md)"
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,49 +57,49 @@ reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until 
 	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --trainer.enable_progress_bar false
 
 reproduce-fig5: install ## Fig. 5 lambda_c (logistic, bootstrap, GLM) and nu (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig5 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig5 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig1: install ## Fig. 1 regime map lambda x model size (reuses Fig. 5's sweep; PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig1 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig1 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig9 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig9 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig11: install ## Fig. 11 / Table 4 AdamW relaxation kappa and horizon bound (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig11 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig11 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm clip, paired tests (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig8 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig8 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig4 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig10 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig10 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
-	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # long horizon (issue #10): one sweep (configs/sweeps/long_horizon.yaml) shared by the three figures, analysed
 # post hoc; Fig. 6 also writes Table 3 (C1 identity). E8 retention: `--only e8`, or all parts without --only (reproduce-all)
 reproduce-fig3: install ## Fig. 3 five-stage long-horizon trajectory (PROFILE=smoke|paper)
-	$(PY) -m reproduce.long_horizon --only fig3 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.long_horizon --only fig3 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig6: install ## Fig. 6 PR_norm over checkpoints + Table 3 C1 identity (PROFILE=smoke|paper)
-	$(PY) -m reproduce.long_horizon --only fig6 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.long_horizon --only fig6 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig7: install ## Fig. 7 ESD alpha over checkpoints (PROFILE=smoke|paper)
-	$(PY) -m reproduce.long_horizon --only fig7 --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.long_horizon --only fig7 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs attention diagnostics (reuses Fig. 5/1 sweeps; PROFILE=smoke|paper)
-	$(PY) -m reproduce.predict --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.predict --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # without devinterp (an install with EXTRAS lacking `llc`) the target writes "not run" rLLC rows
 reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD; PROFILE=smoke|paper)
-	$(PY) -m reproduce.rllc --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.rllc --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|paper)
-	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # one lock-in figure at a time: fig1 = main, fig2 = window sweep, fig3 = x^2 vs ReLU, fig4 = eta sweep
 LOCKIN_PART_fig1 := main
@@ -87,10 +107,10 @@ LOCKIN_PART_fig2 := window
 LOCKIN_PART_fig3 := activation
 LOCKIN_PART_fig4 := eta
 reproduce-lockin-fig%: install ## one lock-in figure: fig1 main, fig2 window, fig3 x^2 vs ReLU, fig4 eta (PROFILE=smoke|paper)
-	$(PY) -m reproduce.lockin --only $(LOCKIN_PART_fig$*) --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.lockin --only $(LOCKIN_PART_fig$*) --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|paper)
-	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT)
+	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 tensorboard: install ## TensorBoard on runs/ and reproduction/
 	$(VENV)/bin/tensorboard --logdir_spec runs:runs,reproduction:$(OUT) --bind_all
@@ -103,6 +123,9 @@ benchmarks: install ## performance benchmarks (minutes; numbers go into README)
 	$(PY) benchmarks/lightning_overhead.py
 	$(PY) benchmarks/diagnostics_overhead.py
 	$(PY) benchmarks/arch_step_time.py
+
+gpu-check: install ## device check -> one JSON (DEVICE=cuda: <= 10 min on one GPU; DEVICE=cpu: tiny, minutes)
+	$(PY) benchmarks/gpu_check.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny,--deadline 540) --out $(GPU_CHECK_OUT)
 
 clean: ## remove runs, reproduction outputs and the venv
 	rm -rf runs reproduction $(VENV) .pytest_cache .hypothesis

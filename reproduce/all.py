@@ -9,7 +9,7 @@ import importlib
 import time
 from pathlib import Path
 
-from reproduce.common import parse_args
+from reproduce.common import launch_argv, parse_args
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
@@ -21,9 +21,7 @@ TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     timings = {}
-    forwarded = ["--profile", args.profile, "--out", args.out]
-    if args.workers is not None:
-        forwarded += ["--workers", str(args.workers)]
+    forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
     for name in TARGETS:
         start = time.time()
         print(f"== {name} ({args.profile}) ==", flush=True)

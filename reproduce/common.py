@@ -17,7 +17,8 @@ SWEEPS = REPO / "configs" / "sweeps"
 PROFILES = ("smoke", "medium", "paper")
 #: how the figure targets launch their sweeps, set from the command line by :func:`parse_args`
 #: (a target is one process; ``reproduce.all`` re-parses for each target it calls)
-LAUNCH: dict = {"train": True, "ensemble_size": 1, "launcher": "local", "address": None}
+LAUNCH: dict = {"train": True, "ensemble_size": 1, "launcher": "local", "address": None, "gpus_per_run": 0.0,
+                "devices": None, "runs_per_device": None}
 
 
 def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
@@ -29,14 +30,27 @@ def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
     parser.add_argument("--ensemble-size", type=int, default=1, help="runs per vectorised ensemble (sweep run --ensemble-size)")
     parser.add_argument("--launcher", choices=("local", "ray"), default="local")
     parser.add_argument("--address", default=None, help="Ray cluster address (--launcher ray)")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs per Ray task (--launcher ray; 0.5 = two runs per GPU)")
+    parser.add_argument("--devices", default=None, help="GPUs for local workers: a count (4) or numbers (0,2,5); one per worker, round robin")
+    parser.add_argument("--runs-per-device", type=int, default=None, help="local workers per GPU with --devices (default 1)")
     parser.add_argument("--no-train", action="store_true",
                         help="train nothing: figures, fits and report rows from the records already in --out")
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)
     LAUNCH.update(train=not args.no_train, ensemble_size=args.ensemble_size, launcher=args.launcher,
-                  address=args.address)
+                  address=args.address, gpus_per_run=args.gpus_per_run, devices=args.devices,
+                  runs_per_device=args.runs_per_device)
     return args
+
+
+def launch_argv(args: argparse.Namespace) -> list[str]:
+    """The launch flags of ``args`` as a command line, for a target that calls other targets."""
+    flags = {"--workers": args.workers, "--ensemble-size": args.ensemble_size, "--launcher": args.launcher,
+             "--address": args.address, "--gpus-per-run": args.gpus_per_run or None, "--devices": args.devices,
+             "--runs-per-device": args.runs_per_device}
+    return [text for flag, value in flags.items() if value is not None for text in (flag, str(value))] + \
+        (["--no-train"] if args.no_train else [])
 
 
 def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int | None = None) -> list[dict]:
@@ -59,7 +73,8 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int 
     path = sweep_path(sweep_file)
     if LAUNCH["train"]:
         run_sweep(path, profile=profile, out=out / "sweep", workers=workers, extend=True,
-                  ensemble_size=LAUNCH["ensemble_size"], launcher=LAUNCH["launcher"], address=LAUNCH["address"])
+                  ensemble_size=LAUNCH["ensemble_size"], launcher=LAUNCH["launcher"], address=LAUNCH["address"],
+                  gpus_per_run=LAUNCH["gpus_per_run"], devices=LAUNCH["devices"], runs_per_device=LAUNCH["runs_per_device"])
     specs = load_sweep(path, profile=profile).expand()
     wanted = {spec.run_id for spec in specs}
     found = [record for _, record in iter_records(out / "sweep" / "runs")] if (out / "sweep" / "runs").is_dir() else []

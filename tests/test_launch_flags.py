@@ -1,0 +1,79 @@
+"""Ensemble size, launcher and devices reach every sweep: from `make`, through reproduce.all, to run_sweep."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import types
+from pathlib import Path
+
+import pytest
+
+from reproduce import common
+
+REPO = Path(__file__).resolve().parents[1]
+FLAGS = ["--ensemble-size", "64", "--workers", "3", "--devices", "0,2", "--runs-per-device", "2",
+         "--launcher", "local"]
+RAY_FLAGS = ["--launcher", "ray", "--address", "head:6379", "--gpus-per-run", "0.5", "--no-train"]
+
+
+@pytest.fixture(autouse=True)
+def _restore_launch():
+    saved = dict(common.LAUNCH)
+    yield
+    common.LAUNCH.clear()
+    common.LAUNCH.update(saved)
+
+
+def test_sweep_records_passes_the_launch_flags_to_run_sweep(tmp_path, monkeypatch):
+    import grok_lightning.sweep.launchers as launchers
+
+    calls = []
+    monkeypatch.setattr(launchers, "run_sweep", lambda *a, **kw: calls.append(kw))
+    args = common.parse_args("doc", ["--out", str(tmp_path)] + FLAGS)
+    assert common.sweep_records("canonical_wd.yaml", "smoke", tmp_path, args.workers) == []
+    assert calls and {k: calls[0][k] for k in ("ensemble_size", "devices", "runs_per_device", "launcher", "workers")} == \
+        {"ensemble_size": 64, "devices": "0,2", "runs_per_device": 2, "launcher": "local", "workers": 3}
+
+
+@pytest.mark.parametrize("flags", [FLAGS, RAY_FLAGS])
+def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monkeypatch, flags):
+    import reproduce.all as everything
+
+    seen = {}
+
+    def fake_target(name):
+        def main(argv):
+            common.parse_args(name, argv)
+            seen[name] = dict(common.LAUNCH)
+        return types.SimpleNamespace(main=main)
+
+    monkeypatch.setattr(everything.importlib, "import_module", lambda module: fake_target(module))
+    monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
+    everything.main(["--out", str(tmp_path)] + flags)
+    common.parse_args("doc", flags)
+    expected = dict(common.LAUNCH)
+    assert len(seen) == len(everything.TARGETS)
+    assert all(launch == expected for launch in seen.values()), (seen, expected)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_every_make_reproduce_target_passes_the_launch_variables():
+    help_text = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    targets = [t for t in re.findall(r"^\s+(reproduce-\S+)", help_text, re.M) if t != "reproduce-canonical"]
+    targets = [t.replace("%", "2") for t in targets]  # reproduce-lockin-fig% -> one of its figures
+    assert len(targets) >= 15
+    variables = ["ENSEMBLE=64", "WORKERS=3", "DEVICES=0,2", "RUNS_PER_DEVICE=2", "LAUNCHER=ray",
+                 "ADDRESS=head:6379", "GPUS_PER_RUN=0.5"]
+    for target in targets:
+        # -o: take the venv as installed, so -n prints only the target's own command
+        out = subprocess.run(["make", "-n", "-o", "install", target] + variables, cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+        command = out.strip().splitlines()[-1].split()
+        assert " ".join(command[command.index("--ensemble-size"):]) == (
+            "--ensemble-size 64 --workers 3 --devices 0,2 --runs-per-device 2 --launcher ray --address head:6379 "
+            "--gpus-per-run 0.5"), (target, out)
+    plain = subprocess.run(["make", "-n", "-o", "install", "reproduce-fig5"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout
+    assert plain.split()[-4:] == ["--profile", "smoke", "--out", "reproduction"], "no flags unless asked for"
