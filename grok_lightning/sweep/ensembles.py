@@ -21,6 +21,11 @@ import shutil
 import traceback
 from pathlib import Path
 
+from grok_lightning.records import FINAL_STATUSES, RECORD_NAME
+from grok_lightning.sweep.rundir import (
+    LOG_FILE, checkpoint_to_resume, clean, error_line, mark_failed, output_to, read_record, run_summary,
+)
+
 __all__ = ["pack_tasks", "member_tasks", "execute_ensemble"]
 
 MEMBERS_FILE = "members.json"
@@ -58,19 +63,13 @@ def pack_tasks(tasks: list[dict], size: int, store_root: str | Path) -> list[dic
 
 def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
     """Run (or resume) an ensemble task; a summary whose ``members`` are the runs' summaries."""
-    from grok_lightning.records import RECORD_NAME
-    from grok_lightning.records import FINAL_STATUSES
-    from grok_lightning.sweep.worker import (
-        LOG_FILE, _clean, _output_to, _read, _summary, checkpoint_to_resume, error_line, mark_failed,
-    )
-
     ensemble_dir = Path(task["run_dir"])
     ensemble_dir.mkdir(parents=True, exist_ok=True)
     summaries, todo = {}, []
     for member in task["members"]:
-        prior = _read(Path(member["run_dir"]) / RECORD_NAME)
+        prior = read_record(Path(member["run_dir"]) / RECORD_NAME)
         if prior is not None and prior.get("status") in FINAL_STATUSES:
-            summaries[member["name"]] = _summary(member, prior, skipped=True)
+            summaries[member["name"]] = run_summary(member, prior, skipped=True)
         else:
             todo.append(member)
     if not todo:
@@ -83,12 +82,12 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
         shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
         for member in todo:
             Path(member["run_dir"]).mkdir(parents=True, exist_ok=True)
-            _clean(Path(member["run_dir"]))
+            clean(Path(member["run_dir"]))
     (ensemble_dir / MEMBERS_FILE).write_text(json.dumps(ids))
     every = min(int((m["config"].get("run") or {}).get("checkpoint_every") or 0) for m in todo)
     interrupted = False
     try:
-        with _output_to(ensemble_dir / LOG_FILE, capture_output):
+        with output_to(ensemble_dir / LOG_FILE, capture_output):
             print(f"[grok-lightning sweep] ensemble of {len(todo)}: {', '.join(m['name'] for m in todo)}"
                   + (f" (resuming from {ckpt_path})" if ckpt_path else "")
                   + (f" ({unusable}; restarting from scratch)" if unusable else ""), flush=True)
@@ -97,7 +96,7 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
             run_ensemble([m["config"] for m in todo], root=ensemble_dir, ckpt_path=ckpt_path, checkpoint_every=every)
     except (KeyboardInterrupt, SystemExit) as err:  # Lightning turns Ctrl-C into SystemExit(1)
         interrupted = isinstance(err, KeyboardInterrupt) or any(
-            (_read(Path(m["run_dir"]) / RECORD_NAME) or {}).get("status") == "interrupted" for m in todo)
+            (read_record(Path(m["run_dir"]) / RECORD_NAME) or {}).get("status") == "interrupted" for m in todo)
         for member in todo:
             mark_failed(member, "KeyboardInterrupt (Ctrl-C / SIGINT)" if interrupted else "SystemExit in the ensemble",
                         status="interrupted" if interrupted else "failed")
@@ -105,10 +104,10 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
         for member in todo:
             mark_failed(member, f"{traceback.format_exc().rstrip()}\nerror (ensemble {task['name']}): {error_line(err)}")
     for member in todo:
-        record = _read(Path(member["run_dir"]) / RECORD_NAME)
+        record = read_record(Path(member["run_dir"]) / RECORD_NAME)
         if record is not None and record.get("status") == "running":
             record = mark_failed(member, "ensemble ended without a final status for this run")
-        summaries[member["name"]] = _summary(member, record, interrupted=interrupted, resumed_from=ckpt_path,
+        summaries[member["name"]] = run_summary(member, record, interrupted=interrupted, resumed_from=ckpt_path,
                                              unusable_checkpoint=unusable)
     if not interrupted and not task.get("keep_checkpoints", True):
         shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)

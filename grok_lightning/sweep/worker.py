@@ -23,7 +23,6 @@ As a command: ``--serve`` is the local launcher's worker (JSON lines on stdin/st
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -35,14 +34,14 @@ import time
 import traceback
 from pathlib import Path
 
-from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, new_record, write_json_atomic
+from grok_lightning.records import FINAL_STATUSES, RECORD_NAME
+from grok_lightning.sweep.rundir import (
+    ATTEMPTS_FILE, LOG_FILE, OWNER_FILE, checkpoint_to_resume, clean, error_line, log_tail, mark_failed, output_to,
+    owner_alive, proc_start, read_record, record_config, run_summary,
+)
 
-__all__ = ["execute_run", "make_task", "record_config", "mark_failed", "serve"]
-
-ATTEMPTS_FILE = "attempts.jsonl"
-OWNER_FILE = ".owner"
-LOG_FILE = "run.log"
-KEEP_ON_RESTART = {ATTEMPTS_FILE, OWNER_FILE}
+# mark_failed, record_config, checkpoint_to_resume: the run-directory helpers, importable from here too
+__all__ = ["checkpoint_to_resume", "execute_run", "make_task", "mark_failed", "record_config", "serve"]
 
 
 # --- placing a run in the store ----------------------------------------------------------------
@@ -80,152 +79,6 @@ def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int 
             "keep_checkpoints": bool(settings.get("keep_checkpoints", True)), "threads": threads}
 
 
-def record_config(config: dict) -> dict:
-    """The record's ``config`` block for a run that failed before its recorder existed
-    (the same fields the recorder writes, taken from the resolved config)."""
-    model = dict((config.get("model") or {}).get("init_args") or {})
-    data = dict((config.get("data") or {}).get("init_args") or {})
-    run = dict(config.get("run") or {})
-    class_path = str((config.get("model") or {}).get("class_path", ""))
-    return {
-        "wd": model.get("weight_decay", model.get("eta")),
-        "seed": config.get("seed_everything"),
-        "max_epochs": (config.get("trainer") or {}).get("max_epochs"),
-        "module": class_path.rpartition(".")[2] or None,
-        "model": model,
-        "data": data,
-        "profile": run.get("profile"),
-        "run_id": run.get("run_id"),
-    }
-
-
-def _read(path: Path) -> dict | None:
-    if not path.exists():
-        return None
-    try:
-        return load_record(path)
-    except (ValueError, OSError):
-        return {"status": "unreadable"}
-
-
-def mark_failed(task: dict, error: str, status: str = "failed") -> dict:
-    """Write ``status`` (failed/interrupted) into the run's record, creating it if needed.
-
-    A record the recorder already marked ``failed`` keeps its own traceback.
-    """
-    path = Path(task["run_dir"]) / RECORD_NAME
-    record = _read(path)
-    if record is None or record.get("status") == "unreadable":
-        record = new_record(record_config(task["config"]), run_id=task["run_id"], name=task["name"])
-    if record.get("status") == status and record.get("error"):
-        return record
-    if record.get("status") in FINAL_STATUSES:
-        return record
-    record["status"] = status
-    record["error"] = error[-4000:] if error else record.get("error")
-    record.setdefault("name", task["name"])
-    write_json_atomic(path, record)
-    return record
-
-
-# --- helpers --------------------------------------------------------------------------------------
-def error_line(err: BaseException) -> str:
-    """One line for an exception: a ``ConfigError`` anywhere in the chain wins (jsonargparse wraps
-    the modules' validation errors in its own multi-line messages)."""
-    from grok_lightning.config import ConfigError
-
-    seen: set[int] = set()
-    node: BaseException | None = err
-    while node is not None and id(node) not in seen:
-        if isinstance(node, ConfigError):
-            return f"ConfigError: {node}"
-        seen.add(id(node))
-        node = node.__cause__ or node.__context__
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
-
-
-def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
-    """``(ckpt_path, problem)``: the checkpoint to resume from, or why the file there cannot be
-    used (``None`` when there is no file). It is loaded with ``weights_only=True``: a checkpoint
-    in a results folder is data from anywhere, and must not run code on load."""
-    if not path.is_file():
-        return None, None
-    from grok_lightning.checkpoint_io import checkpoint_problem
-
-    problem = checkpoint_problem(path)
-    return (str(path), None) if problem is None else (None, problem)
-
-
-def _clean(run_dir: Path) -> None:
-    for child in run_dir.iterdir():
-        if child.name in KEEP_ON_RESTART:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-
-
-def _owner_alive(run_dir: Path) -> dict | None:
-    from grok_lightning.sweep.store import pid_alive
-
-    try:
-        owner = json.loads((run_dir / OWNER_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
-        return None
-    if owner.get("host") != socket.gethostname():
-        return None  # another machine (Ray): the sweep lock is what keeps runs single
-    return owner if pid_alive(owner.get("pid", -1), owner.get("host"), owner.get("proc_start")) else None
-
-
-@contextlib.contextmanager
-def _output_to(path: Path, enabled: bool = True):
-    """Send this process's stdout/stderr (file descriptors 1 and 2) to ``path`` for the run."""
-    if not enabled:
-        yield
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(path, "a") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
-def _log_tail(run_dir: Path, n: int = 15) -> str:
-    try:
-        lines = (run_dir / LOG_FILE).read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(lines[-n:])
-
-
-def _summary(task: dict, record: dict | None, **extra) -> dict:
-    record = record or {}
-    error = record.get("error")
-    summary = {
-        "name": task["name"], "run_id": task["run_id"], "status": record.get("status", "pending"),
-        "grok_epoch": record.get("grok_epoch"), "final_epoch": record.get("final_epoch"),
-        "final_test_acc": record.get("final_test_acc"), "wall_time_s": record.get("wall_time_s"),
-        "error": str(error).strip().splitlines()[-1] if error else None,
-        "skipped": False, "interrupted": False, "resumed_from": None, "unusable_checkpoint": None,
-    }
-    summary.update(extra)
-    return summary
-
-
 # --- the protocol ---------------------------------------------------------------------------------
 def execute_run(task: dict, capture_output: bool = True) -> dict:
     """Run (or resume, or skip) one task; return a short summary. Never raises for a run failure.
@@ -234,28 +87,26 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     lists theirs under ``members``.
     """
     if task.get("members"):
-        from grok_lightning.sweep.ensembles import execute_ensemble
+        from grok_lightning.sweep.ensembles import execute_ensemble  # one way: ensembles never import worker
 
         return execute_ensemble(task, capture_output)
     run_dir = Path(task["run_dir"])
     run_dir.mkdir(parents=True, exist_ok=True)
     record_path = run_dir / RECORD_NAME
-    prior = _read(record_path)
+    prior = read_record(record_path)
     if prior is not None and prior.get("status") in FINAL_STATUSES:
-        return _summary(task, prior, skipped=True)
-    owner = _owner_alive(run_dir)
+        return run_summary(task, prior, skipped=True)
+    owner = owner_alive(run_dir)
     if owner is not None:
-        return _summary(task, prior, status="busy", skipped=True,
+        return run_summary(task, prior, status="busy", skipped=True,
                         error=f"run is being trained by live pid {owner.get('pid')}; left alone")
-
-    from grok_lightning.sweep.store import _proc_start
 
     ckpt_path, unusable = checkpoint_to_resume(run_dir / "checkpoints" / "last.ckpt")
     if ckpt_path is None:
-        _clean(run_dir)  # the unusable file goes too: it is reported this once
+        clean(run_dir)  # the unusable file goes too: it is reported this once
         # no checkpoint of its own yet: a run may start from another run's (E12's B and C)
         ckpt_path = ((task["config"].get("run") or {}).get("start_from")) or None
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": _proc_start(os.getpid())}
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": proc_start(os.getpid())}
     (run_dir / OWNER_FILE).write_text(json.dumps(me))
     with open(run_dir / ATTEMPTS_FILE, "a") as handle:
         handle.write(json.dumps({**me, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "resumed_from": ckpt_path,
@@ -273,7 +124,7 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     except ValueError:  # not the main thread (e.g. some Ray setups): no Ctrl-C handling here
         previous_handler = None
     try:
-        with _output_to(run_dir / LOG_FILE, capture_output):
+        with output_to(run_dir / LOG_FILE, capture_output):
             if ckpt_path:
                 print(f"[grok-lightning sweep] resuming {task['name']} from {ckpt_path}", flush=True)
             if unusable:
@@ -285,25 +136,25 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         interrupted = True
         mark_failed(task, "KeyboardInterrupt", status="interrupted")
     except SystemExit as err:  # Lightning turns Ctrl-C into SystemExit(1); jsonargparse exits 2
-        record = _read(record_path)
+        record = read_record(record_path)
         if sigint["received"] or (record is not None and record.get("status") == "interrupted"):
             interrupted = True
             mark_failed(task, "KeyboardInterrupt (Ctrl-C / SIGINT)", status="interrupted")
         else:
-            mark_failed(task, f"SystemExit({err.code}) while running; end of run.log:\n{_log_tail(run_dir)}")
+            mark_failed(task, f"SystemExit({err.code}) while running; end of run.log:\n{log_tail(run_dir)}")
     except BaseException as err:  # noqa: BLE001 - every failure becomes a record, the sweep goes on
         mark_failed(task, f"{traceback.format_exc().rstrip()}\nerror: {error_line(err)}")
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGINT, previous_handler)
         (run_dir / OWNER_FILE).unlink(missing_ok=True)
-    record = _read(record_path)
+    record = read_record(record_path)
     if record is not None and record.get("status") == "running":  # should not happen; never leave it
         record = mark_failed(task, "run ended without a final status")
     status = (record or {}).get("status")
     if status in FINAL_STATUSES and not task.get("keep_checkpoints", True):
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
-    return _summary(task, record, interrupted=interrupted, resumed_from=ckpt_path, unusable_checkpoint=unusable)
+    return run_summary(task, record, interrupted=interrupted, resumed_from=ckpt_path, unusable_checkpoint=unusable)
 
 
 # --- worker processes -----------------------------------------------------------------------------

@@ -1,0 +1,212 @@
+"""A run's directory in a sweep store: who owns it, what a failed run's record says, and the
+summary a launcher gets back. Shared by :mod:`.worker` (one run) and :mod:`.ensembles` (several
+runs trained together), which both import from here and not from each other.
+
+Layout of ``<store>/runs/<name>/`` as written here (the recorder and the logger add the rest)::
+
+    record.json       the run's record (mark_failed writes one when the recorder could not)
+    .owner            pid, host and process start time of the process training it right now
+    attempts.jsonl    one line per start (kept when a run restarts from scratch)
+    run.log           the run's stdout/stderr
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, new_record, write_json_atomic
+
+__all__ = ["ATTEMPTS_FILE", "LOG_FILE", "OWNER_FILE", "checkpoint_to_resume", "clean", "error_line", "log_tail",
+           "mark_failed", "output_to", "owner_alive", "pid_alive", "proc_start", "read_record", "record_config",
+           "run_summary"]
+
+ATTEMPTS_FILE = "attempts.jsonl"
+OWNER_FILE = ".owner"
+LOG_FILE = "run.log"
+KEEP_ON_RESTART = {ATTEMPTS_FILE, OWNER_FILE}
+
+
+# --- processes ------------------------------------------------------------------------------------
+def proc_start(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks (``/proc/<pid>/stat``): with the pid, it tells a
+    live owner from a new process that reused its pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def pid_alive(pid: int, host: str | None = None, start: str | None = None) -> bool:
+    """Whether ``pid`` runs (on this host; another host's pid is assumed alive)."""
+    if host is not None and host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):
+        return False
+    if start is not None:  # the pid was reused by another process
+        current = proc_start(int(pid))
+        if current is not None and current != start:
+            return False
+    return True
+
+
+def owner_alive(run_dir: Path) -> dict | None:
+    """The ``.owner`` of ``run_dir`` when it is another live process on this host, else None."""
+    try:
+        owner = json.loads((run_dir / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
+        return None
+    if owner.get("host") != socket.gethostname():
+        return None  # another machine (Ray): the sweep lock is what keeps runs single
+    return owner if pid_alive(owner.get("pid", -1), owner.get("host"), owner.get("proc_start")) else None
+
+
+# --- records --------------------------------------------------------------------------------------
+def read_record(path: Path) -> dict | None:
+    """The record at ``path``; None when there is none, ``{"status": "unreadable"}`` if broken."""
+    if not path.exists():
+        return None
+    try:
+        return load_record(path)
+    except (ValueError, OSError):
+        return {"status": "unreadable"}
+
+
+def record_config(config: dict) -> dict:
+    """The record's ``config`` block for a run that failed before its recorder existed
+    (the same fields the recorder writes, taken from the resolved config)."""
+    model = dict((config.get("model") or {}).get("init_args") or {})
+    data = dict((config.get("data") or {}).get("init_args") or {})
+    run = dict(config.get("run") or {})
+    class_path = str((config.get("model") or {}).get("class_path", ""))
+    return {
+        "wd": model.get("weight_decay", model.get("eta")),
+        "seed": config.get("seed_everything"),
+        "max_epochs": (config.get("trainer") or {}).get("max_epochs"),
+        "module": class_path.rpartition(".")[2] or None,
+        "model": model,
+        "data": data,
+        "profile": run.get("profile"),
+        "run_id": run.get("run_id"),
+    }
+
+
+def mark_failed(task: dict, error: str, status: str = "failed") -> dict:
+    """Write ``status`` (failed/interrupted) into the run's record, creating it if needed.
+
+    A record the recorder already marked ``failed`` keeps its own traceback.
+    """
+    path = Path(task["run_dir"]) / RECORD_NAME
+    record = read_record(path)
+    if record is None or record.get("status") == "unreadable":
+        record = new_record(record_config(task["config"]), run_id=task["run_id"], name=task["name"])
+    if record.get("status") == status and record.get("error"):
+        return record
+    if record.get("status") in FINAL_STATUSES:
+        return record
+    record["status"] = status
+    record["error"] = error[-4000:] if error else record.get("error")
+    record.setdefault("name", task["name"])
+    write_json_atomic(path, record)
+    return record
+
+
+def error_line(err: BaseException) -> str:
+    """One line for an exception: a ``ConfigError`` anywhere in the chain wins (jsonargparse wraps
+    the modules' validation errors in its own multi-line messages)."""
+    from grok_lightning.config import ConfigError
+
+    seen: set[int] = set()
+    node: BaseException | None = err
+    while node is not None and id(node) not in seen:
+        if isinstance(node, ConfigError):
+            return f"ConfigError: {node}"
+        seen.add(id(node))
+        node = node.__cause__ or node.__context__
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def run_summary(task: dict, record: dict | None, **extra) -> dict:
+    """What a launcher gets back for one run: status and outcome from its record, plus ``extra``."""
+    record = record or {}
+    error = record.get("error")
+    result = {
+        "name": task["name"], "run_id": task["run_id"], "status": record.get("status", "pending"),
+        "grok_epoch": record.get("grok_epoch"), "final_epoch": record.get("final_epoch"),
+        "final_test_acc": record.get("final_test_acc"), "wall_time_s": record.get("wall_time_s"),
+        "error": str(error).strip().splitlines()[-1] if error else None,
+        "skipped": False, "interrupted": False, "resumed_from": None, "unusable_checkpoint": None,
+    }
+    result.update(extra)
+    return result
+
+
+# --- checkpoints and files ------------------------------------------------------------------------
+def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
+    """``(ckpt_path, problem)``: the checkpoint to resume from, or why the file there cannot be
+    used (``None`` when there is no file). It is loaded with ``weights_only=True``: a checkpoint
+    in a results folder is data from anywhere, and must not run code on load."""
+    if not path.is_file():
+        return None, None
+    from grok_lightning.checkpoint_io import checkpoint_problem
+
+    problem = checkpoint_problem(path)
+    return (str(path), None) if problem is None else (None, problem)
+
+
+def clean(run_dir: Path) -> None:
+    """Empty ``run_dir`` for a start from scratch, keeping its attempts log and owner file."""
+    for child in run_dir.iterdir():
+        if child.name in KEEP_ON_RESTART:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def output_to(path: Path, enabled: bool = True):
+    """Send this process's stdout/stderr (file descriptors 1 and 2) to ``path`` for the run."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def log_tail(run_dir: Path, n: int = 15) -> str:
+    """The last ``n`` lines of the run's ``run.log``."""
+    try:
+        lines = (run_dir / LOG_FILE).read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
