@@ -88,10 +88,11 @@ def test_aliases_zip_and_profiles(tmp_path):
     assert runs[1].name.startswith("lr0.001_p29_mul_")
     paper = load_sweep(REPO / "configs" / "sweeps" / "canonical_wd.yaml", "paper")
     runs = expand(paper)
-    assert len(runs) == 14 * 10
+    assert len(runs) == 14 * 10 + 3 * 20  # the paper's cohort: S0 at 14 lambdas, S1 (20 more seeds) at 3
     assert {r.config["trainer"]["max_epochs"] for r in runs} == {5000}
     assert {r.config["run"]["profile"] for r in runs} == {"paper"}
-    assert sorted({r.axes["seed_everything"] for r in runs}) == [7, 11, 31, 42, 73, 97, 123, 199, 401, 977]
+    seeds = {r.axes["seed_everything"] for r in runs}
+    assert len(seeds) == 30 and {7, 11, 31, 42, 73, 97, 123, 199, 401, 977} <= seeds
     smoke = expand(load_sweep(REPO / "configs" / "sweeps" / "canonical_wd.yaml", "smoke"))
     assert 4 <= len(smoke) <= 24 and smoke[0].config["model"]["init_args"]["n_layers"] == 2
     assert smoke[0].config["run"]["profile"] == "smoke"
@@ -216,18 +217,28 @@ def test_a_sweep_directory_is_self_contained(tmp_path):
         prepare(store.root, profile="paper")
 
 
-def test_sweep_lock_and_stale_lock(tmp_path):
+def test_sweep_lock_refuses_a_second_sweep_and_dies_with_its_process(tmp_path):
     lock = SweepLock(tmp_path).acquire()
     with pytest.raises(SweepLockedError, match="already running here"):
         SweepLock(tmp_path).acquire()
+    assert SweepLock(tmp_path).is_held_by_live_process()
     lock.release()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (tmp_path / ".sweep.lock").write_text(json.dumps({"pid": dead.pid, "host": os.uname().nodename}))
-    lock = SweepLock(tmp_path).acquire()  # stale: its pid is gone
-    assert json.loads((tmp_path / ".sweep.lock").read_text())["pid"] == os.getpid()
+    assert not SweepLock(tmp_path).is_held_by_live_process()
+    # a process holding the lock is SIGKILLed: the kernel releases it, nothing is left to clean up
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from grok_lightning.sweep.store import SweepLock; "
+                               f"lock = SweepLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(SweepLockedError, match=f"pid {holder.pid}"):
+            SweepLock(tmp_path).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = SweepLock(tmp_path).acquire()
+    assert json.loads((tmp_path / ".sweep.lock.json").read_text())["pid"] == os.getpid()
     lock.release()
-    assert not (tmp_path / ".sweep.lock").exists()
+    assert not (tmp_path / ".sweep.lock.json").exists()
 
 
 # --- real (tiny) sweeps ---------------------------------------------------------------------------
@@ -263,7 +274,7 @@ def test_workers_that_cannot_start_stop_the_sweep_with_one_line(tmp_path, monkey
         launchers.run_sweep(TINY, out=out, workers=2, stream=open(os.devnull, "w"))
     assert "\n" not in str(info.value)
     assert SweepStore(out).rebuild_index()["counts"]["pending"] == 6, "no run was marked failed"
-    assert not (out / ".sweep.lock").exists()
+    assert not SweepLock(out).is_held_by_live_process()
     assert 3 <= (out / "workers.log").read_text().count("boom") <= 4, "respawned a bounded number of times"
 
 

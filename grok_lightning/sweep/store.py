@@ -6,7 +6,9 @@ Layout::
       sweep.yaml          the resolved sweep (profile applied, base config inlined)
       plan.json           every run: run_id, name, axis values, resolved config
       index.json          status per run, rebuilt from the records at any time
-      .sweep.lock         held while a sweep runs here (pid, host); stale when that pid is gone
+      .sweep.lock         an OS file lock, held while a sweep runs here (released by the kernel
+                          when that process ends, however it ends)
+      .sweep.lock.json    who holds it: pid, host, start time, command line
       runs/<name>/        one directory per run (TensorBoard version dir of logger "runs"):
         record.json       the one record of the run (atomic writes)
         events.out.tfevents.*, config.yaml, hparams.yaml
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
+from filelock import FileLock, Timeout
 
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, load_record, write_json_atomic
@@ -40,6 +43,7 @@ SWEEP_FILE = "sweep.yaml"
 PLAN_FILE = "plan.json"
 INDEX_FILE = "index.json"
 LOCK_FILE = ".sweep.lock"
+LOCK_INFO_FILE = ".sweep.lock.json"
 RUNS_DIR = "runs"
 ATTEMPTS_FILE = "attempts.jsonl"
 #: order of the status line; "done" is the record status "completed"
@@ -52,43 +56,25 @@ class SweepLockedError(ConfigError):
 
 
 # --- lock -----------------------------------------------------------------------------------------
-def _proc_start(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def pid_alive(pid: int, host: str | None = None, proc_start: str | None = None) -> bool:
-    """Whether ``pid`` runs (on this host; another host's pid is assumed alive)."""
-    if host is not None and host != socket.gethostname():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, ValueError):
-        return False
-    if proc_start is not None:  # the pid was reused by another process
-        current = _proc_start(int(pid))
-        if current is not None and current != proc_start:
-            return False
-    return True
-
-
 class SweepLock:
-    """``DIR/.sweep.lock``: created exclusively; a lock whose pid is gone is stale and taken over."""
+    """``DIR/.sweep.lock``: an OS file lock (:mod:`filelock`, ``flock`` on Unix) held while a sweep
+    runs in ``DIR``. The kernel releases it when the holding process ends, however it ends (SIGKILL
+    included), so there is no stale lock to detect or to delete by hand. Who holds it is written
+    to ``DIR/.sweep.lock.json`` for the message a second sweep gets."""
 
     def __init__(self, root: str | Path):
         self.path = Path(root) / LOCK_FILE
-        self.held = False
+        self.info_path = Path(root) / LOCK_INFO_FILE
+        self._lock: FileLock | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._lock is not None
 
     def holder(self) -> dict | None:
+        """What the holder wrote about itself (None when nothing is written)."""
         try:
-            with open(self.path) as handle:
+            with open(self.info_path) as handle:
                 return json.load(handle)
         except FileNotFoundError:
             return None
@@ -96,59 +82,40 @@ class SweepLock:
             return {}
 
     def is_held_by_live_process(self) -> bool:
-        holder = self.holder()
-        if holder is None:
+        if self.held:
+            return True
+        if not self.path.exists():  # no sweep ever ran here: create nothing
             return False
-        if not holder:  # being written right now, or garbage
-            return self._young()
-        return pid_alive(holder.get("pid", -1), holder.get("host"), holder.get("proc_start"))
-
-    def _young(self) -> bool:
+        probe = FileLock(self.path, timeout=0)
         try:
-            return time.time() - self.path.stat().st_mtime < 5
-        except FileNotFoundError:
-            return False
+            probe.acquire()
+        except Timeout:
+            return True
+        probe.release()
+        return False
 
     def acquire(self) -> "SweepLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": _proc_start(os.getpid()),
-                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv}
-        for _ in range(5):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self.holder()
-                if self.is_held_by_live_process():
-                    holder = holder or {}
-                    raise SweepLockedError(
-                        f"{self.path.parent}: a sweep is already running here (pid {holder.get('pid', '?')} on "
-                        f"{holder.get('host', '?')}, started {holder.get('started', '?')}); stop it first, or "
-                        f"delete {self.path} if that process is gone") from None
-                stale = self.path.with_name(f"{LOCK_FILE}.stale.{os.getpid()}")
-                try:  # rename, not unlink: of two processes taking over, only one wins
-                    os.rename(self.path, stale)
-                    os.unlink(stale)
-                except FileNotFoundError:
-                    pass
-                continue
-            with os.fdopen(fd, "w") as handle:
-                json.dump(info, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            self.held = True
-            return self
-        raise SweepLockedError(f"{self.path}: could not take the sweep lock")
+        lock = FileLock(self.path, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            holder = self.holder() or {}
+            raise SweepLockedError(
+                f"{self.path.parent}: a sweep is already running here (pid {holder.get('pid', '?')} on "
+                f"{holder.get('host', '?')}, started {holder.get('started', '?')}); stop it first, or use "
+                f"another --out") from None
+        self._lock = lock
+        write_json_atomic(self.info_path, {"pid": os.getpid(), "host": socket.gethostname(),
+                                           "started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv})
+        return self
 
     def release(self) -> None:
-        if not self.held:
+        if self._lock is None:
             return
-        holder = self.holder() or {}
-        if holder.get("pid") == os.getpid():
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
-        self.held = False
+        self.info_path.unlink(missing_ok=True)
+        self._lock.release()
+        self._lock = None
 
     def __enter__(self) -> "SweepLock":
         return self.acquire()
