@@ -21,6 +21,15 @@ from typing import Any, Iterator
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
 
+#: ``history`` is a table: one row per evaluation, one list per quantity, every list as long as
+#: ``history["epoch"]`` (None where a quantity was not computed at that evaluation). Read it with
+#: :func:`series` / :func:`rows`, never by zipping lists by hand.
+EPOCH = "epoch"
+#: quantities every evaluated run has (the evaluation callback); the attention diagnostics add
+#: ``mean_similarity``, ``entropy_std``, ... and ``layer_<k>/<name>``, the lock-in detector
+#: ``lockin_w<W>_<name>``, TianModule ``rho_tian`` and ``sign_match_*``
+HISTORY_KEYS = ("epoch", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm")
+
 #: statuses a run can end in; ``running`` is written while training, so a SIGKILLed run is visible.
 STATUSES = ("running", "completed", "diverged", "interrupted", "failed", "excluded")
 #: statuses after which a run is never trained again by a sweep.
@@ -106,6 +115,42 @@ def append_history(record: dict, epoch: int, values: dict[str, float]) -> None:
     for key, column in history.items():
         if len(column) < n_before + 1:
             column.append(None)
+
+
+def _history(record_or_history: dict) -> dict:
+    history = record_or_history.get("history", record_or_history)
+    return history if isinstance(history, dict) else {}
+
+
+def rows(record: dict, *keys: str) -> Iterator[tuple]:
+    """``(epoch, value_1, ..., value_k)`` for every evaluation of a record (or of its history),
+    None where a quantity is missing.
+
+    >>> record = {"history": {"epoch": [1, 2, 3], "test_acc": [0.1, None, 0.9], "train_acc": [0.5, 0.8, 1.0]}}
+    >>> list(rows(record, "test_acc", "train_acc"))
+    [(1, 0.1, 0.5), (2, None, 0.8), (3, 0.9, 1.0)]
+    """
+    history = _history(record)
+    epochs = history.get(EPOCH) or []
+    columns = [history.get(key) or [None] * len(epochs) for key in keys]
+    for i, epoch in enumerate(epochs):
+        yield (epoch, *(column[i] if i < len(column) else None for column in columns))
+
+
+def series(record: dict, key: str) -> tuple[list[int], list[float]]:
+    """``(epochs, values)`` of one history quantity at the evaluations where it has a value.
+
+    >>> series({"history": {"epoch": [1, 2, 3], "rho_tian": [None, 0.2, 0.1]}}, "rho_tian")
+    ([2, 3], [0.2, 0.1])
+    """
+    pairs = [(epoch, value) for epoch, value in rows(record, key) if value is not None]
+    return [e for e, _ in pairs], [v for _, v in pairs]
+
+
+def last_epoch(record: dict) -> int | None:
+    """The last evaluated epoch of a record (None before its first evaluation)."""
+    epochs = _history(record).get(EPOCH) or []
+    return epochs[-1] if epochs else None
 
 
 def load_record(path: str | os.PathLike) -> dict:

@@ -3,15 +3,10 @@
 After every optimizer step t it pushes ``Delta W_t = W_t - W_{t-1}`` (float64 difference of the
 float32 weights, so it is exact) into a window of the last ``window`` updates, takes the Gram
 eigenvalues sigma_1 >= sigma_2 >= ... (:class:`~grok_lightning.metrics.spectrum.UpdateGramSpectrum`)
-and ``r(t) = sigma_2 / sigma_3``, then
-
-    s(t) = [ln max(r(t), 1e-6) - ln max(r(t - span), 1e-6)] / span        (span = 25)
-
-and fires at the first ``t >= min_epoch`` (100) with ``s(t) > threshold`` (0.04). ``r`` is NaN
-while fewer than 3 updates are held (as in Xu's code), so ``s`` is undefined for t < span + 3.
-With ``persistence = p > 0`` the condition must hold at p + 1 consecutive steps and the fire
-epoch is the step at which it is first confirmed (what an online detector knows); the paper
-uses p = 0.
+and ``r(t) = sigma_2 / sigma_3``, and feeds r(t) to the slope rule
+(:class:`~grok_lightning.stats.lockin.LockInRule`: fires at the first ``t >= min_epoch`` with
+``d ln r / dt > threshold`` over ``span`` steps; the same rule runs offline on records as
+:func:`~grok_lightning.stats.lockin.slope_fire_epoch`).
 
 Steps are counted by ``trainer.global_step``; in the paper's full-batch setup one step is one
 epoch, so step t is the evaluation row "W after t steps". Values computed after step t are
@@ -35,31 +30,10 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 
 from grok_lightning.config import ConfigError, require
 from grok_lightning.metrics.spectrum import UpdateGramSpectrum, spectrum_summary
+from grok_lightning.stats.lockin import LockInRule, lockin_key, slope_fire_epoch
 
+# lockin_key and slope_fire_epoch live with the rule; importable from here as well
 __all__ = ["LockInDetector", "lockin_key", "slope_fire_epoch"]
-
-
-def lockin_key(window: int, name: str) -> str:
-    """History column of a detector value, e.g. ``lockin_key(20, "ratio23") == "lockin_w20_ratio23"``."""
-    return f"lockin_w{window}_{name}"
-
-
-def slope_fire_epoch(ratio: list[float], span: int = 25, threshold: float = 0.04, min_epoch: int = 100,
-                     persistence: int = 0, clip: float = 1e-6) -> int | None:
-    """Offline version on a per-epoch series ``ratio[t] = r(t)`` (NaN where undefined).
-
-    >>> r = [1.0] * 120 + [math.exp(0.05 * k) for k in range(1, 60)]
-    >>> slope_fire_epoch(r)  # ln r rises at 0.05 per epoch from epoch 120 on
-    140
-    """
-    ln_r = [math.log(max(v, clip)) if v is not None and math.isfinite(v) else math.nan for v in ratio]
-    run = 0
-    for t in range(span, len(ln_r)):
-        slope = (ln_r[t] - ln_r[t - span]) / span
-        run = run + 1 if (t >= min_epoch and slope > threshold) else 0  # NaN compares False
-        if run > persistence:
-            return t
-    return None
 
 
 class LockInDetector(Callback):
@@ -80,16 +54,11 @@ class LockInDetector(Callback):
                  persistence: int = 0, parameter: str = "model.W.weight", headline: bool | None = None,
                  clip: float = 1e-6) -> None:
         require(isinstance(window, int) and window >= 3, "lockin.window", window, "must be an integer >= 3")
-        require(isinstance(slope_span, int) and slope_span >= 1, "lockin.slope_span", slope_span, "must be >= 1")
-        require(isinstance(persistence, int) and persistence >= 0, "lockin.persistence", persistence, "must be >= 0")
-        require(clip > 0, "lockin.clip", clip, "must be > 0")
+        self.rule = LockInRule(slope_span, threshold, min_epoch, persistence, clip)
         self.window, self.slope_span, self.threshold = window, slope_span, float(threshold)
         self.min_epoch, self.persistence, self.parameter, self.clip = min_epoch, persistence, parameter, clip
         self.headline = (window == 20) if headline is None else headline
         self.spectrum = UpdateGramSpectrum(window=window)
-        self.ln_r: dict[int, float] = {}
-        self.fire_epoch: int | None = None
-        self._run = 0
         self._last_step: int | None = None
         self._latest: dict[str, float] = {}
         self._prev: torch.Tensor | None = None
@@ -97,6 +66,14 @@ class LockInDetector(Callback):
     @property
     def state_key(self) -> str:
         return self._generate_state_key(window=self.window, parameter=self.parameter)
+
+    @property
+    def fire_epoch(self) -> int | None:
+        return self.rule.fire_epoch
+
+    @property
+    def ln_r(self) -> dict[int, float]:
+        return self.rule.ln_r
 
     def _param(self, pl_module: LightningModule) -> torch.Tensor:
         params = dict(pl_module.named_parameters())
@@ -130,13 +107,7 @@ class LockInDetector(Callback):
         self._publish_extras(pl_module)
 
     def _observe(self, step: int, summary: dict[str, float]) -> None:
-        r = summary["ratio23"]
-        self.ln_r[step] = math.log(max(r, self.clip)) if math.isfinite(r) else math.nan
-        earlier = self.ln_r.get(step - self.slope_span, math.nan)
-        slope = (self.ln_r[step] - earlier) / self.slope_span
-        self._run = self._run + 1 if (step >= self.min_epoch and slope > self.threshold) else 0
-        if self.fire_epoch is None and self._run > self.persistence:
-            self.fire_epoch = step
+        slope = self.rule.observe(step, summary["ratio23"])
         self._latest = {**summary, "slope": slope, "step": step}
 
     def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
@@ -152,9 +123,7 @@ class LockInDetector(Callback):
         return {
             "window": self.window,
             "deltas": torch.stack(deltas).cpu() if deltas else None,
-            "ln_r": dict(self.ln_r),
-            "fire_epoch": self.fire_epoch,
-            "run": self._run,
+            **self.rule.state_dict(),  # ln_r, fire_epoch, run
             "last_step": self._last_step,
             "latest": dict(self._latest),
         }
@@ -166,8 +135,6 @@ class LockInDetector(Callback):
         if state_dict.get("deltas") is not None:
             for delta in state_dict["deltas"]:
                 self.spectrum.update(delta)
-        self.ln_r = {int(k): float(v) for k, v in state_dict["ln_r"].items()}
-        self.fire_epoch = state_dict["fire_epoch"]
-        self._run = int(state_dict.get("run", 0))
+        self.rule.load_state_dict(state_dict)
         self._last_step = state_dict.get("last_step")
         self._latest = dict(state_dict.get("latest", {}))

@@ -1,48 +1,26 @@
-"""RetentionMonitor: late loss of generalisation with training accuracy intact (anti-grokking).
+"""RetentionMonitor: the retention rule (anti-grokking, :mod:`grok_lightning.stats.retention`)
+applied to every evaluation of a run, its result in the run's record.
 
-The paper (arXiv 2605.20441, section 5 and E8) calls a run *retained* when it still generalises at
-the horizon (20,000 epochs) and reports anti-grokking, test accuracy collapsing late while the
-training set stays fitted, in about a third of canonical-weight-decay seeds. It gives no numeric
-rule, so this callback fixes one (docs/long_horizon.md):
-
-* the run must first grok: test accuracy >= ``grok_threshold`` (0.99, the paper's criterion);
-* after that, an evaluation with test accuracy < ``drop_below`` (0.9) points to
-  ``"anti-grokked"`` when train accuracy is still >= ``train_min`` (0.99), and to
-  ``"collapsed"`` when train accuracy fell too (a slingshot spike looks like this, so does a
-  late total collapse; neither is anti-grokking); test accuracy in [drop_below, grok_threshold)
-  points nowhere;
-* a state changes only after ``persistence`` (3) consecutive evaluations pointing to it, because
-  slingshot spikes are real in this setup and recover at the next evaluation (DECISIONS
-  "Slingshot spikes"); the episode is dated by the window's *first* epoch, and
-  ``anti_grok_epoch`` is that of the first anti-grokked episode;
-* a confirmed drop is undone only by ``persistence`` consecutive evaluations back at
-  ``grok_threshold`` (the run re-grokked); every episode stays in ``retention_episodes``.
-
-The tag is the end state, as E8 counts retention ("still generalising at 20 K"):
-``"never grokked"``, ``"anti-grokked"``, ``"collapsed"`` (both unrecovered at the last evaluation)
-or ``"retained"``. A drop shorter than ``persistence`` at the very end is not confirmed;
-``retention_final_test_acc`` shows it. The callback never stops training.
+The rule itself has no Lightning in it; this callback only feeds it the evaluation metrics,
+publishes its summary to ``pl_module.record_extras`` after every evaluation (so the record is
+right while the run trains, not only at its end) and checkpoints its state. It never stops
+training.
 """
 
 from __future__ import annotations
 
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from grok_lightning.config import require
+from grok_lightning.stats.retention import RETENTION_TAGS, RetentionRule
 
-__all__ = ["RetentionMonitor", "RETENTION_TAGS"]
-
-RETENTION_TAGS = ("retained", "anti-grokked", "never grokked", "collapsed")
+__all__ = ["RETENTION_TAGS", "RetentionMonitor"]
 
 
 class RetentionMonitor(Callback):
-    """Detect anti-grokking on the evaluation stream (see the module docstring).
+    """Detect anti-grokking on the evaluation stream (:class:`~grok_lightning.stats.retention.RetentionRule`).
 
     Args:
-        grok_threshold: test accuracy that counts as grokked, and as recovered (paper: 0.99).
-        drop_below: test accuracy below which a post-grok evaluation is a drop (0.9).
-        train_min: a drop needs train accuracy at least this (0.99): "training accuracy intact".
-        persistence: consecutive evaluations needed to confirm a drop or a recovery (3).
+        grok_threshold, drop_below, train_min, persistence: the rule's criteria (0.99, 0.9, 0.99, 3).
         test_metric, train_metric: evaluation columns read.
 
     >>> monitor = RetentionMonitor()
@@ -54,106 +32,53 @@ class RetentionMonitor(Callback):
 
     def __init__(self, grok_threshold: float = 0.99, drop_below: float = 0.9, train_min: float = 0.99,
                  persistence: int = 3, test_metric: str = "test_acc", train_metric: str = "train_acc") -> None:
-        require(0 < grok_threshold <= 1, "retention.grok_threshold", grok_threshold, "must be in (0, 1]")
-        require(0 < drop_below <= grok_threshold, "retention.drop_below", drop_below,
-                f"must be in (0, grok_threshold={grok_threshold}]")
-        require(0 <= train_min <= 1, "retention.train_min", train_min, "must be in [0, 1]")
-        require(isinstance(persistence, int) and persistence >= 1, "retention.persistence", persistence,
-                "must be an integer >= 1")
-        self.grok_threshold, self.drop_below, self.train_min = grok_threshold, drop_below, train_min
-        self.persistence, self.test_metric, self.train_metric = persistence, test_metric, train_metric
-        self.grok_epoch: int | None = None
-        self.anti_grok_epoch: int | None = None
-        self.state = "retained"  # after grokking: "retained", "anti-grokked" or "collapsed"
-        self.episodes: list[dict] = []  # {"kind", "epoch", "recovered_epoch"}
-        self._pending: str | None = None  # the state the current window of evaluations points to
-        self._run_start: int | None = None  # its first epoch
-        self._run_length = 0
-        self.final_test_acc: float | None = None
-        self.final_train_acc: float | None = None
+        self.rule = RetentionRule(grok_threshold, drop_below, train_min, persistence)
+        self.test_metric, self.train_metric = test_metric, train_metric
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(grok_threshold=self.grok_threshold, drop_below=self.drop_below,
-                                        train_min=self.train_min, persistence=self.persistence)
+        rule = self.rule
+        return self._generate_state_key(grok_threshold=rule.grok_threshold, drop_below=rule.drop_below,
+                                        train_min=rule.train_min, persistence=rule.persistence)
 
+    # the rule's outcome, read through the callback
     @property
     def tag(self) -> str:
-        return "never grokked" if self.grok_epoch is None else self.state
+        return self.rule.tag
 
-    # --- the state machine (plain method so it can be driven without a trainer) -------------
-    def _target(self, test_acc: float, train_acc: float) -> str | None:
-        """The state this evaluation pushes towards, or None (it breaks any pending window)."""
-        if self.state != "retained":
-            return "retained" if test_acc >= self.grok_threshold else None
-        if test_acc >= self.drop_below:
-            return None
-        return "anti-grokked" if train_acc >= self.train_min else "collapsed"
+    @property
+    def grok_epoch(self) -> int | None:
+        return self.rule.grok_epoch
+
+    @property
+    def anti_grok_epoch(self) -> int | None:
+        return self.rule.anti_grok_epoch
+
+    @property
+    def episodes(self) -> list[dict]:
+        return self.rule.episodes
 
     def observe(self, epoch: int, test_acc: float | None, train_acc: float | None) -> None:
-        """Feed one evaluation; evaluations without the two accuracies are ignored."""
-        if test_acc is None or train_acc is None:
-            return
-        self.final_test_acc, self.final_train_acc = float(test_acc), float(train_acc)
-        if self.grok_epoch is None:
-            if test_acc >= self.grok_threshold:
-                self.grok_epoch = epoch
-            return
-        target = self._target(test_acc, train_acc)
-        if target is None or target != self._pending:
-            self._pending, self._run_start, self._run_length = target, epoch, 0
-        if target is None:
-            return
-        self._run_length += 1
-        if self._run_length < self.persistence:
-            return
-        if target == "retained":  # re-grokked: close the open episode
-            self.episodes[-1]["recovered_epoch"] = self._run_start
-        else:
-            self.episodes.append({"kind": target, "epoch": self._run_start, "recovered_epoch": None})
-            if target == "anti-grokked" and self.anti_grok_epoch is None:
-                self.anti_grok_epoch = self._run_start
-        self.state = target
-        self._pending, self._run_start, self._run_length = None, None, 0
+        self.rule.observe(epoch, test_acc, train_acc)
 
     def summary(self) -> dict:
-        """The ``record_extras`` entries of this monitor."""
-        return {
-            "retention": self.tag,
-            "anti_grok_epoch": self.anti_grok_epoch,
-            "retention_episodes": [dict(e) for e in self.episodes],
-            "retention_final_test_acc": self.final_test_acc,
-            "retention_final_train_acc": self.final_train_acc,
-            "retention_criteria": {"grok_threshold": self.grok_threshold, "drop_below": self.drop_below,
-                                   "train_min": self.train_min, "persistence": self.persistence},
-        }
+        return self.rule.summary()
 
     def _publish(self, pl_module: LightningModule) -> None:
         extras = getattr(pl_module, "record_extras", None)
         if extras is not None:
-            extras.update(self.summary())
+            extras.update(self.rule.summary())
 
     # --- hooks ------------------------------------------------------------------------------
     def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
-        self.observe(epoch, metrics.get(self.test_metric), metrics.get(self.train_metric))
-        self._publish(pl_module)  # the record is right after every evaluation, not only at the end
+        self.rule.observe(epoch, metrics.get(self.test_metric), metrics.get(self.train_metric))
+        self._publish(pl_module)
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._publish(pl_module)
 
     def state_dict(self) -> dict:
-        return {"grok_epoch": self.grok_epoch, "anti_grok_epoch": self.anti_grok_epoch, "state": self.state,
-                "episodes": [dict(e) for e in self.episodes], "pending": self._pending,
-                "run_start": self._run_start, "run_length": self._run_length,
-                "final_test_acc": self.final_test_acc, "final_train_acc": self.final_train_acc}
+        return self.rule.state_dict()
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self.grok_epoch = state_dict.get("grok_epoch")
-        self.anti_grok_epoch = state_dict.get("anti_grok_epoch")
-        self.state = state_dict.get("state", "retained")
-        self.episodes = [dict(e) for e in state_dict.get("episodes", [])]
-        self._pending = state_dict.get("pending")
-        self._run_start = state_dict.get("run_start")
-        self._run_length = int(state_dict.get("run_length", 0))
-        self.final_test_acc = state_dict.get("final_test_acc")
-        self.final_train_acc = state_dict.get("final_train_acc")
+        self.rule.load_state_dict(state_dict)

@@ -8,6 +8,8 @@ matplotlib.use("Agg")  # figures are written to files; never needs a display
 import numpy as np
 from matplotlib import pyplot as plt
 
+from grok_lightning.records import series
+
 __all__ = ["aligned", "band", "caption", "plt", "PAPER_STYLE"]
 
 PAPER_STYLE = dict(color="black", linestyle=":", linewidth=1.2)
@@ -19,10 +21,8 @@ def aligned(records: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
     index = {e: i for i, e in enumerate(epochs)}
     table = np.full((len(records), len(epochs)), np.nan)
     for row, record in enumerate(records):
-        history = record["history"]
-        for epoch, value in zip(history["epoch"], history.get(key, [])):
-            if value is not None:
-                table[row, index[epoch]] = value
+        at, values = series(record, key)
+        table[row, [index[e] for e in at]] = values
     return np.asarray(epochs, dtype=float), table
 
 

@@ -18,7 +18,8 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from grok_lightning.callbacks.lockin import lockin_key
+from grok_lightning.records import rows, series
+from grok_lightning.stats.lockin import lockin_key
 
 __all__ = ["PUBLISHED_SIGN_MATCH", "main_figure", "window_sweep_figure", "activation_figure", "eta_sweep_figure"]
 
@@ -53,10 +54,8 @@ def _stack(records, key):
     index = {e: i for i, e in enumerate(epochs)}
     data = np.full((len(records), len(epochs)), np.nan)
     for row, record in enumerate(records):
-        history = record["history"]
-        for e, v in zip(history.get("epoch", []), history.get(key, [])):
-            if v is not None:
-                data[row, index[e]] = v
+        at, values = series(record, key)
+        data[row, [index[e] for e in at]] = values
     return np.asarray(epochs), data
 
 
@@ -175,11 +174,7 @@ def activation_figure(records: list[dict], window: int = 20, profile: str = "pap
 
 
 def _first(record, key, threshold):
-    history = record["history"]
-    for e, v in zip(history["epoch"], history.get(key, [])):
-        if v is not None and v >= threshold:
-            return e
-    return None
+    return next((e for e, v in rows(record, key) if v is not None and v >= threshold), None)
 
 
 def eta_sweep_figure(records: list[dict], window: int = 20, profile: str = "paper") -> Figure:

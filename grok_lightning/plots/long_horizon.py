@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, plt
+from grok_lightning.records import series
 
 __all__ = ["figure_esd_alpha", "figure_five_stage", "figure_pr_norm"]
 
@@ -44,9 +45,8 @@ def _colors(series: list[dict]) -> dict:
 
 
 def _history(record: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
-    history = record["history"]
-    pairs = [(e, v) for e, v in zip(history["epoch"], history.get(key, [])) if v is not None]
-    return np.array([p[0] for p in pairs], float).reshape(-1), np.array([p[1] for p in pairs], float).reshape(-1)
+    epochs, values = series(record, key)
+    return np.asarray(epochs, float).reshape(-1), np.asarray(values, float).reshape(-1)
 
 
 def figure_five_stage(lead: dict, underlay: list[dict], bands: dict, paper_note: str, caption_text: str):

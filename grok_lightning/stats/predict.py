@@ -31,9 +31,9 @@ Targets:
   as in :func:`~grok_lightning.stats.records_to_arrays`. Runs that had already grokked at ``E`` are
   dropped (their outcome is known at prediction time).
 * ``"retained"``: the paper's E11 label over *all* runs: grokked and still generalising at the end
-  (RetentionMonitor tag ``retained``); never grokked, anti-grokked and collapsed count as 0. The
-  record's ``retention`` tag is used when present; otherwise the monitor is replayed on the
-  history with its default thresholds (same rule, ``retention_source = "history"``). A run that
+  (tag ``retained`` of :mod:`grok_lightning.stats.retention`); never grokked, anti-grokked and
+  collapsed count as 0. The record's ``retention`` tag is used when present; otherwise the rule is
+  replayed on the history with its default thresholds (``retention_source = "history"``). A run that
   grokked but was stopped early (``grok.extra_epochs``) has no observable retention and is dropped.
 
 Everything degenerate (one class, fewer than two groups, a bootstrap with too few two-class
@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from grok_lightning.stats.retention import retention_of
 
 __all__ = [
     "BASELINE_FEATURES", "DIAGNOSTIC_FEATURES", "TEST_FEATURES", "FEATURE_SETS", "MODELS",
@@ -135,7 +137,6 @@ def retention_label(record: dict) -> tuple[int | None, str]:
     tag = record.get("retention")
     if tag is not None:
         return int(tag == "retained"), "record"
-    history = record.get("history") or {}
     horizon = (record.get("config") or {}).get("max_epochs")
     final = record.get("final_epoch")
     if record.get("status") == "diverged":
@@ -144,12 +145,7 @@ def retention_label(record: dict) -> tuple[int | None, str]:
         return 0, "history (never grokked)"
     if horizon is not None and final is not None and final < horizon:
         return None, f"stopped {horizon - final} epochs before the horizon after grokking"
-    from grok_lightning.callbacks.retention import RetentionMonitor
-
-    monitor = RetentionMonitor()
-    for epoch, test, train in zip(history.get("epoch", []), history.get("test_acc", []), history.get("train_acc", [])):
-        monitor.observe(epoch, test, train)
-    return int(monitor.tag == "retained"), "history"
+    return int(retention_of(record).tag == "retained"), "history"
 
 
 def feature_row(record: dict, epoch: int, slope_window: int = 50, fit_threshold: float = 0.99) -> FeatureRow | str:
