@@ -152,6 +152,8 @@ def _fake_store(tmp_path) -> tuple[SweepStore, list]:
         record.update(status=status, final_test_acc=0.5, wall_time_s=1.0)
         record["grok_epoch"] = 4 if status == "completed" else None
         record["error"] = "Traceback...\nerror: ConfigError: boom" if status == "failed" else None
+        if status == "running":
+            record["history"] = {"epoch": [1, 2, 3], "test_acc": [0.1, 0.2, 0.3]}
         write_json_atomic(store.record_path(run.name), record)
     return store, runs
 
@@ -168,6 +170,8 @@ def test_status_counts(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "6 runs: done 1, running 1, failed 1, diverged 1, interrupted 1, pending 1" in out
     assert "no sweep is running here" in out and f"pending     {runs[5].name}" in out
+    horizon = runs[3].config["trainer"]["max_epochs"]
+    assert f"running  {runs[3].name}: epoch 3/{horizon}" in out  # epoch / max epochs per running run
     assert main(["status", str(tmp_path)]) == 2  # not a sweep directory: one line
     assert "not a sweep directory" in capsys.readouterr().err
 
@@ -239,6 +243,28 @@ def test_sweep_lock_refuses_a_second_sweep_and_dies_with_its_process(tmp_path):
     assert json.loads((tmp_path / ".sweep.lock.json").read_text())["pid"] == os.getpid()
     lock.release()
     assert not (tmp_path / ".sweep.lock.json").exists()
+
+
+def test_progress_counts_epochs_with_an_eta_and_a_heartbeat():
+    import io
+
+    from grok_lightning.sweep.progress import Progress
+
+    reached = {"long": 0}
+    out = io.StringIO()
+    progress = Progress({"short": 10, "long": 990}, final=[], stream=out, read_epoch=lambda name: reached.get(name),
+                        poll_s=0.05, heartbeat_s=0.1)
+    progress.start("short")
+    progress.finish({"name": "short", "status": "completed"})
+    assert "[1/2 runs] short: completed | 10/1000 epochs (1%)" in out.getvalue()
+    progress.start("long")
+    reached["long"] = 500
+    deadline = time.time() + 10
+    while "long 500/990" not in out.getvalue() and time.time() < deadline:
+        time.sleep(0.05)
+    progress.close()
+    beat = next(line for line in out.getvalue().splitlines() if line.startswith("progress:"))
+    assert "510/1000 epochs (51%)" in beat and "ETA" in beat and "running: long 500/990" in beat
 
 
 # --- real (tiny) sweeps ---------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="local workers per GPU with --devices (default 1); --workers defaults to devices x this")
     run.add_argument("--dry-run", action="store_true", help="print the runs and exit")
 
-    status = sub.add_parser("status", help="status counts of a sweep directory")
+    status = sub.add_parser("status", help="status counts of a sweep directory, epoch / max epochs per running run")
     status.add_argument("dir")
     status.add_argument("--json", action="store_true", help="print index.json instead")
     status.add_argument("--runs", action="store_true", help="one line per run")
@@ -106,6 +106,8 @@ def _status(args) -> int:
         print(json.dumps(index, indent=1))
         return 0
     print(f"{store.root}: {store.status_line(index)}")
+    for line in store.running_lines(index):  # epoch / max epochs of each running run
+        print(line)
     if args.runs:
         for name, run in index["runs"].items():
             extra = f" grok@{run['grok_epoch']}" if run.get("grok_epoch") is not None else ""

@@ -153,7 +153,7 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
         stream.write(f"sweep {sweep.name} (profile {sweep.profile}): {len(plan)} runs, {skipped} already final, "
                      f"{plan_line} -> {store.root}\n")
         stream.flush()
-        progress = Progress(len(plan), skipped, stream)
+        progress = Progress.for_plan(plan, todo, store, stream)  # counted in epochs, with an ETA
         statuses: dict[str, int] = {}
         interrupted = False
         if tasks:

@@ -34,8 +34,8 @@ import yaml
 from filelock import FileLock, Timeout
 
 from grok_lightning.config import ConfigError, read_yaml
-from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, load_record, write_json_atomic
-from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, check_sweep, get_dotted
+from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
+from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, check_sweep, get_dotted, max_epochs_of
 
 __all__ = ["COUNT_ORDER", "SweepLock", "SweepLockedError", "SweepStore", "collect", "write_table"]
 
@@ -215,6 +215,11 @@ class SweepStore:
         except (ValueError, OSError) as err:
             return {"status": "unreadable", "error": str(err)}
 
+    def run_epoch(self, name: str) -> int | None:
+        """The last evaluated epoch in the run's record (None without one)."""
+        record = self.read_record(name)
+        return last_epoch(record) if record else None
+
     def status_of(self, name: str) -> str:
         record = self.read_record(name)
         return "pending" if record is None else str(record.get("status"))
@@ -237,6 +242,7 @@ class SweepStore:
             counts[status] = counts.get(status, 0) + 1
             runs[entry["name"]] = {
                 "run_id": entry["run_id"], "status": status, "axes": entry.get("axes", {}),
+                "epoch": last_epoch(record) if record else None, "max_epochs": max_epochs_of(entry["config"]),
                 "grok_epoch": (record or {}).get("grok_epoch"), "final_epoch": (record or {}).get("final_epoch"),
                 "final_test_acc": (record or {}).get("final_test_acc"),
                 "wall_time_s": (record or {}).get("wall_time_s"), "attempts": self.attempts(entry["name"]),
@@ -260,6 +266,16 @@ class SweepStore:
         if counts.get("running") and not self.lock().is_held_by_live_process():
             line += " (no sweep is running here: the 'running' ones were killed; run the sweep again to resume them)"
         return line
+
+    def running_lines(self, index: dict | None = None) -> list[str]:
+        """One line per run whose record says ``running``: its epoch / max epochs."""
+        index = index or self.rebuild_index()
+        lines = []
+        for name, run in index["runs"].items():
+            if run["status"] == "running":
+                epoch = "-" if run.get("epoch") is None else run["epoch"]
+                lines.append(f"  running  {name}: epoch {epoch}/{run.get('max_epochs') or '?'}")
+        return lines
 
     def final_names(self) -> set[str]:
         return {e["name"] for e in self.load_plan() if self.status_of(e["name"]) in FINAL_STATUSES}
