@@ -101,6 +101,34 @@ def test_aliases_zip_and_profiles(tmp_path):
         load_sweep(REPO / "configs" / "sweeps" / "canonical_wd.yaml", "gpu")
 
 
+def test_base_takes_a_list_and_a_profile_adds_to_it(tmp_path):
+    """Base configs merge in order, like repeated --config files; a profile's base comes last."""
+    (tmp_path / "small.yaml").write_text("model:\n  init_args:\n    lr: 0.002\n    init: default\n")
+    (tmp_path / "heads.yaml").write_text("model:\n  init_args:\n    lr: 0.003\n")
+    spec = tiny_spec(base=[str(CANONICAL), str(tmp_path / "small.yaml")], grid={"wd": [0.1], "seed": [0]},
+                     profiles={"two": {"base": str(tmp_path / "heads.yaml")}, "one": {}})
+    two = expand(load_sweep(write_spec(tmp_path, spec), "two"))[0].config["model"]["init_args"]
+    one = expand(load_sweep(write_spec(tmp_path, spec), "one"))[0].config["model"]["init_args"]
+    canonical = yaml.safe_load(CANONICAL.read_text())["model"]["init_args"]
+    assert (two["lr"], two["init"], two["betas"]) == (0.003, "default", canonical["betas"])
+    assert (one["lr"], one["init"]) == (0.002, "default")
+    # the lock-in sweep gets its four detectors from a shared overlay
+    main = expand(load_sweep(REPO / "configs" / "sweeps" / "lockin_main.yaml", "smoke"))[0].config
+    assert [c["init_args"]["window"] for c in main["trainer"]["callbacks"]] == [5, 10, 20, 30]
+    with pytest.raises(ConfigError, match="must be a config file or a list"):
+        load_sweep(write_spec(tmp_path, tiny_spec(base=[str(CANONICAL), 3])))
+
+
+def test_lockin_medium_profiles_are_the_papers_protocol():
+    for name in ("lockin_main", "lockin_relu", "lockin_eta", "lockin_eta_long"):
+        path = REPO / "configs" / "sweeps" / f"{name}.yaml"
+        medium, paper = expand(load_sweep(path, "medium")), expand(load_sweep(path, "paper"))
+        assert len(medium) == len(paper)
+        for m, p in zip(medium, paper):
+            assert m.config["trainer"]["max_epochs"] == p.config["trainer"]["max_epochs"]
+            assert m.config["model"] == p.config["model"] and m.config["run"]["profile"] == "medium"
+
+
 # --- malformed sweep files: one line, before anything runs ----------------------------------------
 BAD_SPECS = {
     "unknown init arg": (dict(grid={"model.init_args.weight_decy": [0.1]}), "GrokkingModule has no argument 'weight_decy'"),

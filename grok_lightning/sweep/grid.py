@@ -4,7 +4,8 @@ A sweep file (YAML, under ``configs/sweeps/``) names a base LightningCLI config 
 vary::
 
     name: canonical_wd                 # optional (default: the file's stem)
-    base: configs/canonical.yaml       # relative to the repo root / the sweep folder's parent
+    base: configs/canonical.yaml       # relative to the repo root / the sweep folder's parent;
+                                       # or a list, merged in order like repeated --config files
     overrides:                         # dotted keys applied to every run
       trainer.max_epochs: 5000
     grid:                              # cartesian product, first axis varies slowest
@@ -17,11 +18,13 @@ vary::
     checkpoint_every: 50               # (default: the base config's run.checkpoint_every)
     keep_checkpoints: true             # keep last.ckpt after a run finished
     profiles:                          # per-profile overrides, selected with --profile
-      smoke: {overrides: {...}, grid: {...}, zip: {...}}
+      smoke: {base: configs/smoke_model.yaml, overrides: {...}, grid: {...}, zip: {...}}
       paper: {...}
 
-A profile's ``grid``/``zip`` axes replace the top-level axes of the same key (an axis set to
-``null`` is removed); its ``overrides`` are applied after the top-level ones. ``run.profile`` is
+A profile's ``base`` (a file or a list) is merged after the top-level ``base``, so profiles can
+share a model through one config file instead of repeating its keys. A profile's ``grid``/``zip``
+axes replace the top-level axes of the same key (an axis set to ``null`` is removed); its
+``overrides`` are applied after the top-level ones. ``run.profile`` is
 set to the profile's name unless an override sets it.
 
 Every run gets ``run_id`` = the first 12 hex digits of the SHA-1 of its resolved configuration
@@ -83,7 +86,7 @@ PLACEMENT_KEYS = (
 )
 SWEEP_KEYS = {"name", "description", "base", "overrides", "grid", "zip", "profiles", "default_profile",
               "checkpoint_min_epochs", "checkpoint_every", "keep_checkpoints"}
-PROFILE_KEYS = {"overrides", "grid", "zip", "description", "checkpoint_min_epochs", "checkpoint_every",
+PROFILE_KEYS = {"base", "overrides", "grid", "zip", "description", "checkpoint_min_epochs", "checkpoint_every",
                 "keep_checkpoints"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -156,7 +159,7 @@ class Sweep:
     checkpoint_every: int | None = None
     keep_checkpoints: bool = True
     source: str | None = None
-    base_path: str | None = None
+    base_path: str | list[str] | None = None  # the base config file(s), for people reading sweep.yaml
 
     def to_dict(self) -> dict:
         return {
@@ -193,6 +196,42 @@ def _find_base(base: str, sweep_path: Path) -> Path:
             return candidate.resolve()
     raise ConfigError(f"{sweep_path}: base={base!r}: no such config (looked in "
                       f"{', '.join(str(c.parent) for c in candidates)})")
+
+
+def merge_configs(first: dict, second: dict) -> dict:
+    """``second`` over ``first``, as LightningCLI merges repeated ``--config`` files: mappings merge
+    key by key, anything else (lists included) is replaced; a different ``class_path`` replaces the
+    whole entry (init arguments of one class mean nothing to another).
+
+    >>> merge_configs({"model": {"init_args": {"a": 1, "b": [1]}}}, {"model": {"init_args": {"b": [2]}}})
+    {'model': {'init_args': {'a': 1, 'b': [2]}}}
+    """
+    merged = copy.deepcopy(first)
+    for key, value in second.items():
+        old = merged.get(key)
+        if (isinstance(old, dict) and isinstance(value, dict)
+                and old.get("class_path", value.get("class_path")) == value.get("class_path", old.get("class_path"))):
+            merged[key] = merge_configs(old, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _read_bases(bases: Any, sweep_path: Path, where: str) -> tuple[dict, list[Path]]:
+    """One base config file or a list of them -> the merged config and the files read."""
+    names = bases if isinstance(bases, list) else [bases]
+    if not names or not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(f"{where}: base={bases!r}: must be a config file or a list of config files")
+    merged: dict = {}
+    paths = []
+    for name in names:
+        path = _find_base(name, sweep_path)
+        data = read_yaml(path, "base config")
+        if not isinstance(data, dict):
+            raise ConfigError(f"base config {path}: must be a YAML mapping")
+        merged = merge_configs(merged, data)
+        paths.append(path)
+    return merged, paths
 
 
 def _mapping(value: Any, where: str) -> dict:
@@ -251,10 +290,6 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
                           f"(allowed: {', '.join(sorted(SWEEP_KEYS))})")
     if not data.get("base"):
         raise ConfigError(f"sweep file {path}: missing 'base' (a LightningCLI config under configs/)")
-    base_path = _find_base(str(data["base"]), path)
-    base = read_yaml(base_path, "base config")
-    if not isinstance(base, dict):
-        raise ConfigError(f"base config {base_path}: must be a YAML mapping")
     profiles = _mapping(data.get("profiles"), f"{path}: profiles")
     if profile is None:
         profile = data.get("default_profile") or ("smoke" if "smoke" in profiles else None)
@@ -269,6 +304,10 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
                           f"(allowed: {', '.join(sorted(PROFILE_KEYS))})")
 
     at = f"{path}: profiles.{profile}"
+    bases = list(data["base"]) if isinstance(data["base"], list) else [data["base"]]
+    if prof.get("base"):
+        bases += list(prof["base"]) if isinstance(prof["base"], list) else [prof["base"]]
+    base, base_paths = _read_bases(bases, path, f"sweep file {path}")
     overrides = _resolved(_mapping(data.get("overrides"), f"{path}: overrides"), f"{path}: overrides")
     overrides.update(_resolved(_mapping(prof.get("overrides"), f"{at}.overrides"), f"{at}.overrides"))
     if profile is not None:
@@ -290,7 +329,8 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
         name=str(data.get("name") or path.stem), profile=profile, base=base, overrides=overrides,
         grid=grid, zips=zips, checkpoint_min_epochs=int(setting("checkpoint_min_epochs", 100)),
         checkpoint_every=setting("checkpoint_every", None), keep_checkpoints=bool(setting("keep_checkpoints", True)),
-        source=str(path.resolve()), base_path=str(base_path),
+        source=str(path.resolve()),
+        base_path=str(base_paths[0]) if len(base_paths) == 1 else [str(p) for p in base_paths],
     )
     check_sweep(sweep, where=str(path))
     return sweep
