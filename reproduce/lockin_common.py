@@ -1,0 +1,238 @@
+"""What the spectral lock-in targets share: the published values (Xu 2026, arXiv 2605.08119,
+PAPER_SPECTRAL_LOCKIN.md section 9), readers of Tian-run records, and captions built from the
+runs' own configs. The targets are reproduce/lockin_main.py (main figure, window sweep),
+lockin_activation.py (x^2 vs ReLU) and lockin_eta.py (eta sweep); reproduce/lockin.py runs them.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from grok_lightning.records import rows
+from grok_lightning.sweep.store import SweepStore
+
+PAPER = "2605.08119"
+TARGETS = ("main", "window", "activation", "eta")
+HEADLINE_W = 20
+WINDOWS = (5, 10, 20, 30)
+T6_EPOCHS = (50, 100, 175, 250, 300)
+RHO_THRESHOLD = 0.075
+
+# --- published values (PAPER_SPECTRAL_LOCKIN.md section 9) -------------------------------------
+#: the protocol of the paper, to say what a profile changes
+PAPER_PROTOCOL = {"main": dict(grok=15, control=15, epochs=400, rho_every=1),
+                  "relu": dict(grok=15, control=15, epochs=800, rho_every=1),
+                  "eta": dict(seeds=5, epochs=600, rho_every=1)}
+P_MAIN = dict(fire_rate_grok=1.0, fire_rate_control=0.0, fire_epoch=174, fire_iqr=(173, 174), late_grok=300.0,
+              late_grok_range=(168, 320), late_control=1.31, late_control_range=(1.25, 1.37), separation=229.0,
+              test_half=102, test_half_iqr=(99, 102), lag_099=35, rho_fire=17, rho_fire_iqr=(17, 18),
+              rho_control_max=0.065)
+#: 5-seed IQR and range of the published sign-match (section 9.3)
+P_SIGN_IQR = {50: ((0.865, 0.875), (0.830, 0.900)), 100: ((0.880, 0.910), (0.880, 0.920)),
+              175: ((0.955, 0.965), (0.945, 0.975)), 250: ((0.965, 0.975), (0.965, 0.975)),
+              300: ((0.980, 0.990), (0.965, 0.995))}
+P_SIGN_SEED0 = {50: 0.83, 100: 0.91, 175: 0.975, 250: 0.975, 300: 0.995}
+P_MEDIAN_ABS_COS = {50: 0.20, 100: 0.22, 175: 0.40, 250: 0.59, 300: 0.64}
+#: window sweep, seeds 0-2 (section 9.5): grok fires, control fires, late grok, late control
+P_WINDOW = {5: dict(grok=3, control=3, fire_epochs=(144, 149, 153), late=(408, 8.0)),
+            10: dict(grok=1, control=3, fire_epochs=(347,), late=(64, 2.3)),
+            20: dict(grok=3, control=0, fire_epochs=(173, 173, 174), late=(285, 1.3)),
+            30: dict(grok=3, control=0, fire_epochs=(180, 180, 180), late=(140, 1.2))}
+P_RELU = dict(fire_rate=0.0, late_grok=2.18, separation=1.4, test_099=530, sign_match={100: 0.91, 300: 0.995, 500: 1.000})
+#: eta sweep (section 9.8): lock-in epoch, rho fire, test = 0.5 (None: never), grokked of 5
+P_ETA = {1e-5: dict(lockin=397, rho=542, test=None, grokked=0, late=1.8),
+         5e-5: dict(lockin=280, rho=185, test=312, grokked=5, late=1949),
+         1e-4: dict(lockin=199, rho=20, test=174, grokked=5, late=14.3),
+         2e-4: dict(lockin=173, rho=17, test=101, grokked=5, late=6.8),
+         5e-4: dict(lockin=553, rho=23, test=102, grokked=5, late=20.4)}
+P_ETA_FIT = (0.80, -75.0)  # t_rho = 0.80 t_test - 75, R^2 = 0.87
+P_ETA_LONG = dict(test_half=1094, test_099=1527, rho=527, lockin=640, peak=25.0)
+
+
+# --- reading records ------------------------------------------------------------------------------
+def _model(record: dict) -> dict:
+    return record["config"].get("model", {})
+
+
+def _eta(record: dict) -> float:
+    return float(_model(record).get("eta") or 0.0)
+
+
+def _act(record: dict) -> str:
+    return str(_model(record).get("activation", "x2"))
+
+
+def _seed(record: dict) -> int:
+    return int(record["config"].get("seed", 0))
+
+
+def _horizon(record: dict) -> int:
+    return int(record.get("final_epoch") or record["config"].get("max_epochs") or 0)
+
+
+def _series(record: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every evaluated epoch and the value of ``key`` there (NaN where missing)."""
+    table = list(rows(record, key))
+    epochs = np.asarray([e for e, _ in table], dtype=float)
+    values = np.asarray([np.nan if v is None else v for _, v in table], dtype=float)
+    return epochs, values
+
+
+def _first_at(record: dict, key: str, threshold: float) -> int | None:
+    epochs, values = _series(record, key)
+    hit = np.nonzero(values >= threshold)[0]
+    return int(epochs[hit[0]]) if len(hit) else None
+
+
+def _window_median(record: dict, key: str, lo: int, hi: int) -> float:
+    epochs, values = _series(record, key)
+    keep = (epochs >= lo) & (epochs <= hi) & np.isfinite(values)
+    return float(np.median(values[keep])) if keep.any() else float("nan")
+
+
+def _fire(record: dict, window: int = HEADLINE_W) -> int | None:
+    return record.get(f"lockin_fire_epoch_w{window}")
+
+
+def _t6(record: dict, epoch: int, key: str) -> float | None:
+    value = (record.get("theorem6") or {}).get(str(epoch), {}).get(key)
+    return None if value is None else float(value)
+
+
+def _med(values) -> float:
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.median(values)) if values else float("nan")
+
+
+def _iqr(values) -> list[float] | None:
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    return [float(np.percentile(values, 25)), float(np.percentile(values, 75))] if values else None
+
+
+def _fmt(value) -> str:
+    """``_fmt(1.0) == '1.000'``, ``_fmt(0.000536) == '0.000536'``, ``_fmt(229.13) == '229.1'``, ``_fmt(174) == '174'``."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    if value != 0 and abs(value) < 0.01:
+        return f"{value:.3g}"
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:.4g}"
+
+
+def _frac(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+# --- captions from the runs' configs --------------------------------------------------------------
+def _run_configs(store_root: Path) -> dict[str, dict]:
+    """run_id -> the resolved LightningCLI config the sweep ran (detector settings live there)."""
+    try:
+        return {entry["run_id"]: entry["config"] for entry in SweepStore(store_root).load_plan()}
+    except Exception:  # noqa: BLE001 - a caption without detector settings beats no figure
+        return {}
+
+
+def _detectors(config: dict | None) -> list[dict]:
+    callbacks = ((config or {}).get("trainer") or {}).get("callbacks") or []
+    return [dict(c.get("init_args") or {}) for c in callbacks
+            if isinstance(c, dict) and str(c.get("class_path", "")).endswith("LockInDetector")]
+
+
+def _values(items) -> str:
+    unique = []
+    for item in items:
+        if item not in unique:
+            unique.append(item)
+    if len(unique) == 1:
+        return _show(unique[0])
+    try:
+        unique = sorted(unique)
+    except TypeError:
+        pass
+    return "{" + ", ".join(_show(u) for u in unique) + "}"
+
+
+def _show(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def describe_tian(records: list[dict], configs: dict[str, dict]) -> str:
+    """Every hyperparameter of these runs in caption text, read from their records and resolved
+    configs (values that differ between runs are listed as sets)."""
+    if not records:
+        return "no runs"
+    m = [_model(r) for r in records]
+    d = [r["config"].get("data", {}) for r in records]
+    M = _values([x.get("M") for x in m])
+    fractions = [x.get("train_fraction") for x in d]
+    n_train = _values([int(round(f * x.get("M") ** 2)) if f is not None else None for f, x in zip(fractions, d)])
+    dets = [_detectors(configs.get(r.get("run_id"))) for r in records]
+    det_text = "detector settings not found in the sweep plan"
+    if any(dets):
+        flat = [x for group in dets for x in group]
+        det_text = (f"LockInDetector W = {_values(sorted({x.get('window') for x in flat}))} on first-layer Delta W, "
+                    f"r = sigma2/sigma3 of the W x W Gram, fire = first t >= {_values([x.get('min_epoch') for x in flat])} "
+                    f"with [ln r(t) - ln r(t-{_values([x.get('slope_span') for x in flat])})]/span > "
+                    f"{_values([x.get('threshold') for x in flat])}, persistence {_values([x.get('persistence') for x in flat])}")
+    t6 = _values([list(x.get("theorem6_epochs") or ()) for x in m])
+    t6_text = (f"Theorem 6 (eta > 0 only) on the top-{_values([x.get('theorem6_pairs') for x in m])} |cos| pairs "
+               f"at epochs {t6}" if t6 != "[]" else "Theorem 6 not computed")
+    return (f"a + b mod {M}, n_train = {n_train} of {M}^2 (train fraction {_values([round(f, 4) for f in fractions])}), "
+            f"split and init from the run seed; {_values([x.get('activation') for x in m])} network "
+            f"{_values([2 * x.get('M') for x in m])} -> {_values([x.get('hidden') for x in m])} -> {M}, no biases, "
+            f"torch default init; class-centred MSE; full-batch torch Adam lr {_values([x.get('lr') for x in m])}, "
+            f"coupled L2 eta in {_values([_eta(r) for r in records])}; 1 step = 1 epoch, metrics before each step; "
+            f"horizon {_values([r['config'].get('max_epochs') for r in records])} epochs; {det_text}; "
+            f"rho_tian every {_values([x.get('rho_every') for x in m])} epoch(s), threshold {RHO_THRESHOLD}; "
+            f"{t6_text}; device {_values([r.get('environment', {}).get('device') for r in records])}, float32")
+
+
+def _differs(profile: str, what: str, **ours) -> str:
+    """What this profile changes from the paper's protocol (compared, not typed)."""
+    paper = PAPER_PROTOCOL[what]
+    names = dict(grok="grok seeds", control="control seeds", seeds="seeds per eta", epochs="epochs",
+                 rho_every="rho_tian every (epochs)")
+    diffs = [f"{names[k]} {ours[k]} (paper {v})" for k, v in paper.items() if k in ours and ours[k] != v]
+    return "; ".join(diffs) if diffs else "none in the protocol"
+
+
+def _caption_text(profile: str, runs_text: str, describe: str, differs: str, extra: str = "") -> str:
+    text = f"[{profile} profile] {runs_text}\nSetup (from the run configs): {describe}\nDiffers from the paper: {differs}"
+    return text + (f"\n{extra}" if extra else "")
+
+
+def add_caption(fig: Figure, text: str, fontsize: float = 6.5) -> Figure:
+    """Wrapped caption below the axes (saved with ``bbox_inches='tight'``, which keeps it)."""
+    width_in = fig.get_size_inches()[0]
+    chars = max(60, int(width_in * 72 / (fontsize * 0.52)))
+    lines = []
+    for paragraph in text.split("\n"):
+        lines += textwrap.wrap(paragraph, chars, subsequent_indent="  ") or [""]
+    fig.text(0.01, -0.01, "\n".join(lines), ha="left", va="top", fontsize=fontsize, family="monospace")
+    return fig
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    return path
+
+
+
+# --- the late window -----------------------------------------------------------------------------
+def _late_window(records: list[dict], lo: int = 200, hi: int = 400) -> tuple[int, int]:
+    horizon = min((_horizon(r) for r in records), default=hi)
+    hi = min(hi, horizon)
+    return (lo if lo < hi else hi // 2), hi

@@ -1,0 +1,146 @@
+"""The repository as a newcomer meets it: entry points, one-way imports, files a person can read,
+data that ships with the clone."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "grok_lightning"
+MAX_LINES = 500
+
+
+# --- entry points ---------------------------------------------------------------------------------
+def test_python_m_grok_lightning_help_lists_every_verb_with_one_line():
+    result = subprocess.run([sys.executable, "-m", "grok_lightning", "--help"], capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for verb in ("fit", "sweep", "analyze"):
+        rows = [line for line in lines if line.strip().startswith(f"{verb} ")]
+        assert len(rows) == 1 and len(rows[0].split(None, 1)[1]) > 10, f"{verb}: {rows}"
+    assert any(line.startswith("validate, test, predict") for line in lines)
+
+
+def test_unsupported_lightning_verb_is_one_line(capsys):
+    from grok_lightning.cli import main
+
+    assert main(["validate", "--config", "configs/canonical.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: validate:")
+
+
+# --- one-way imports ------------------------------------------------------------------------------
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """The package modules that ``path`` imports, at any depth of the file (a function-level import
+    is still a dependency). ``from a.b import c`` counts ``a.b.c`` when that is a module, else ``a.b``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:  # a.b.func -> a.b
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: _imports(path, name, set(files)) for name, path in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of module-level dependencies, or None. A package's ``__init__`` re-exporting its
+    submodules is not a cycle with them (``a`` -> ``a.b`` -> ``a`` through ``from a import x``
+    is how Python packages work), so edges from a package to its own submodules are left out."""
+    def edges(name):
+        return {t for t in graph[name] if not t.startswith(name + ".")}
+
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(name) -> list[str] | None:
+        state[name] = 1
+        stack.append(name)
+        for target in sorted(edges(name)):
+            if state.get(target) == 1:
+                return stack[stack.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[name] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            cycle = visit(name)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"p": {"p.x"}, "p.x": {"p"}}) is None  # a package re-exporting its module
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_grok_lightning_imports_have_no_cycle():
+    graph = import_graph()
+    assert "grok_lightning.sweep.worker" in graph and graph["grok_lightning.sweep.worker"]
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_stats_and_plots_import_no_callback():
+    """Statistics and figures are functions of records: they never reach into training code."""
+    graph = import_graph()
+    for name, targets in graph.items():
+        if name.startswith(("grok_lightning.stats", "grok_lightning.plots")):
+            bad = sorted(t for t in targets if t.startswith(("grok_lightning.callbacks", "grok_lightning.modules",
+                                                             "grok_lightning.run", "lightning")))
+            assert not bad, f"{name} imports {bad}"
+
+
+# --- files a person can read ----------------------------------------------------------------------
+@pytest.mark.parametrize("folder", ["grok_lightning", "reproduce"])
+def test_no_source_file_is_over_500_lines(folder):
+    long = {str(p.relative_to(REPO)): n for p in sorted((REPO / folder).rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"over {MAX_LINES} lines: {long}"
+
+
+# --- data that ships with the clone ---------------------------------------------------------------
+def test_reference_data_ships_with_its_licence_note():
+    reference = REPO / "reference"
+    names = {p.name for p in reference.glob("*.json")}
+    assert {"a5_wdc_fit.json", "a5_nu_jackknife.json", "intervention_stats.json", "a3_perm_test.json",
+            "a7_cohens_d.json", "c1_empirical_validation.json"} <= names
+    readme = (reference / "README.md").read_text()
+    assert "CC-BY-4.0" in readme and "lucky-verma/grokking-diagnostics" in readme
+    assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
