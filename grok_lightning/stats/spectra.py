@@ -2,9 +2,9 @@ r"""Checkpoint spectra for the long-horizon figures (arXiv 2605.20441 section 4.
 
 **ESD alpha** (Fig. 7). The paper reports WeightWatcher's power-law exponent of each weight
 matrix's empirical spectral density, median over layers. WeightWatcher delegates the fit to the
-``powerlaw`` package, i.e. the Clauset-Shalizi-Newman (2009) continuous estimator; neither package
-is a dependency here (``powerlaw`` is not installed in the project environment), so this module
-implements that estimator itself, in numpy:
+``powerlaw`` package, i.e. the Clauset-Shalizi-Newman (2009) continuous estimator. This module
+implements that estimator in numpy (neither package is a runtime dependency);
+``tests/test_esd_powerlaw.py`` checks it against ``powerlaw`` (dev extra):
 
 * eigenvalues ``lambda_i = s_i^2``: squared singular values of ``W`` (the non-zero spectrum of
   ``W^T W``; ``min(M, N)`` values), numerical zeros (``<= 1e-12 * max``) dropped;
@@ -16,8 +16,10 @@ implements that estimator itself, in numpy:
   ``D = sup_x |S(x) - P(x)|`` between the tail's empirical CDF ``S`` and the fitted
   ``P(x) = 1 - (x / xmin)^(1 - alpha)``; ties go to the smaller ``xmin`` (longer tail).
 
-Results can differ from WeightWatcher in the second decimal where its defaults differ (its
-``fix_fingers``/``xmax`` options, its layer selection, the discrete KS grid of ``powerlaw``).
+At the same ``xmin`` the alpha equals ``powerlaw``'s to round-off. ``powerlaw`` evaluates the KS
+distance at the data points only (one side of each step), so it can pick another ``xmin``; the
+alphas then differ by less than their standard error. Results can also differ from WeightWatcher
+where its defaults differ (its ``fix_fingers``/``xmax`` options, its layer selection).
 
 **C1 identity table** (Table 3). For each checkpoint and layer, the eigenvalues ``a_k`` of the
 H x H head-pattern covariance (default construction ``examples``; any construction with one
