@@ -113,3 +113,19 @@ def test_local_workers_are_pinned_and_a_dead_worker_is_replaced_on_its_device(tm
     lost = died.read_text()
     assert lost in ("4", "6")  # device numbers count the GPUs this process sees (0 -> 4, 2 -> 6)
     assert spawned == {lost: 3, ({"4", "6"} - {lost}).pop(): 2}, "2 per device, the replacement where one died"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--runs-per-device", "2"], "needs --devices"),
+    (["--devices", "2", "--launcher", "ray"], "Ray gives each run its GPUs"),
+    (["--gpus-per-run", "1"], "apply to --launcher ray only"),
+    (["--devices", "x"], "expected a count"),
+])
+def test_sweep_run_refuses_bad_device_flags_in_one_line(tmp_path, capsys, monkeypatch, flags, message):
+    from grok_lightning.sweep.cli import main
+
+    monkeypatch.setattr("grok_lightning.sweep.launchers._import_ray", lambda: None)  # Ray need not be installed
+    assert main(["run", str(TINY), "--out", str(tmp_path / "out")] + flags) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists(), "nothing ran"
