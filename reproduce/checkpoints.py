@@ -6,10 +6,8 @@ train/test split from the record's resolved config, load the weights, and measur
 (test accuracy, the head covariance eigenvalues behind PR_norm under a named construction, ESD
 alpha). Nothing here trains; everything is read from records and checkpoint files.
 
-Head outputs (the ``output_`` PR constructions) are read with a forward pre-hook on each
-attention block's output projection: head ``h``'s write into the residual stream is
-``y_h W_O[:, h]^T`` (``y_h`` = its ``A_h V_h`` slice, output bias excluded), ``(B, H, T, d_model)``.
-They live in one space for all heads, which the raw ``A_h V_h`` (each head in its own basis) do not.
+Head outputs (the ``output_`` PR constructions) are each head's write into the residual stream,
+read with pre-hooks on the attention blocks' output projections (:mod:`grok_lightning.metrics.head_outputs`).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from grok_lightning.metrics.head_outputs import head_output_hooks
 from grok_lightning.metrics.participation import (DEFAULT_PR_CONSTRUCTION, PRState, _pr_compute, _pr_state_update,
                                                   parse_pr_construction, pr_covariance_eigenvalues)
 from grok_lightning.models import ATTENTION_ARCHS, build_model
@@ -84,18 +83,6 @@ def eval_split(record: dict, split: str = "test") -> tuple[torch.Tensor, torch.T
     return data.eval_splits()[split]
 
 
-def _head_output_hooks(model: torch.nn.Module, sink: list) -> list:
-    """Pre-hooks that append each block's per-head residual writes ``(B, H, T, d_model)`` to ``sink``."""
-    def hook(attn):
-        def capture(projection, inputs):
-            y = inputs[0]  # (B, T, D): the heads' A_h V_h side by side
-            w = projection.weight.view(projection.weight.shape[0], attn.n_heads, attn.d_head)  # (D, H, d_head)
-            heads = y.view(*y.shape[:2], attn.n_heads, attn.d_head)
-            sink.append(torch.einsum("bthe,dhe->bhtd", heads, w))
-        return capture
-    return [block.attn.out.register_forward_pre_hook(hook(block.attn)) for block in model.blocks]
-
-
 @torch.no_grad()
 def head_pr_states(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.Tensor,
                    sources=("pattern",), per_example: bool = False,
@@ -106,7 +93,7 @@ def head_pr_states(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.T
     writes (module docstring). The states are sum-reduced, so chunking gives the one-shot value.
     """
     outputs: list[torch.Tensor] = []
-    hooks = _head_output_hooks(model, outputs) if "output" in sources else []
+    hooks = head_output_hooks(model, outputs) if "output" in sources else []
     correct, states = 0, {}
     try:
         for start in range(0, len(labels), batch_size):

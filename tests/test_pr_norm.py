@@ -134,7 +134,7 @@ def test_names_and_refusals():
     from grok_lightning.callbacks import AttentionDiagnostics
 
     with pytest.raises(ConfigError, match="diagnostics.pr_construction"):
-        AttentionDiagnostics(pr_construction="output_examples")
+        AttentionDiagnostics(pr_construction="output")
 
 
 def test_head_outputs_sum_to_the_attention_block_output():
@@ -143,10 +143,10 @@ def test_head_outputs_sum_to_the_attention_block_output():
     tokens = torch.randint(0, 23, (30, 3))
     captured = []
     handles = [b.attn.register_forward_hook(lambda m, i, o: captured.append(o[0])) for b in model.blocks]
-    from reproduce.checkpoints import _head_output_hooks
+    from grok_lightning.metrics.head_outputs import head_output_hooks
 
     outputs: list[torch.Tensor] = []
-    handles += _head_output_hooks(model, outputs)
+    handles += head_output_hooks(model, outputs)
     with torch.no_grad():
         model(tokens)
     for h in handles:
@@ -172,3 +172,18 @@ def test_the_callback_option_reaches_the_record(tiny):
     default = run_config(config)
     assert default["pr_construction"] == DEFAULT_PR_CONSTRUCTION
     assert record["history"]["pr_norm"][-1] != pytest.approx(default["history"]["pr_norm"][-1])
+
+
+def test_the_callback_computes_an_output_construction_from_head_outputs(tiny):
+    from grok_lightning.metrics.head_outputs import head_output_participation
+    from grok_lightning.run import GrokCLI
+
+    config = tiny(max_epochs=2, n_layers=2)
+    config["diagnostics"] = {"every": 1, "per_layer": True, "image_every": 0, "pr_construction": "output_examples"}
+    cli = GrokCLI(args=config, run=False)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    record = next(c for c in cli.trainer.callbacks if type(c).__name__ == "RunRecorder").record
+    direct = head_output_participation(cli.model.model, cli.datamodule.eval_splits()["test"][0], "output_examples")
+    assert record["pr_construction"] == "output_examples"
+    assert record["history"]["pr_norm"][-1] == pytest.approx(float(direct["pr_norm"].mean()), abs=1e-9)
+    assert record["history"]["layer_1/pr_norm_ratio"][-1] == pytest.approx(float(direct["pr_norm_ratio"][1]), abs=1e-9)

@@ -27,7 +27,8 @@ from grok_lightning.callbacks.dashboard import head_cosine_png, log_image
 from grok_lightning.config import require_choice
 from grok_lightning.metrics import AttentionStatistics
 from grok_lightning.metrics.functional import _cosine_from_gram
-from grok_lightning.metrics.participation import CENTRINGS, DEFAULT_PR_CONSTRUCTION
+from grok_lightning.metrics.head_outputs import head_output_participation
+from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
 
 __all__ = ["AttentionDiagnostics"]
 
@@ -40,14 +41,14 @@ class AttentionDiagnostics(Callback):
         per_layer: also log and record ``layer_<k>/<name>`` values.
         image_every: log the head-cosine matrices every this many evaluations, and at t_grok
             and the last evaluated epoch (0 disables all images).
-        pr_construction: the head covariance behind ``pr_norm`` (default ``examples``; the
-            attention-pattern constructions of :mod:`grok_lightning.metrics.participation`);
-            the record says which one (``pr_construction``).
+        pr_construction: the head covariance behind ``pr_norm`` (default ``examples``; any of
+            :mod:`grok_lightning.metrics.participation`; an ``output_`` one costs a second
+            forward pass over the test split, for the head outputs); the record says which one.
     """
 
     def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10,
                  pr_construction: str = DEFAULT_PR_CONSTRUCTION):
-        require_choice("diagnostics.pr_construction", pr_construction, CENTRINGS)
+        require_choice("diagnostics.pr_construction", pr_construction, PR_CONSTRUCTIONS)
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
         self.pr_construction = pr_construction
         self.n_evaluations = 0
@@ -77,9 +78,14 @@ class AttentionDiagnostics(Callback):
         attentions = getattr(pl_module, "last_attentions", None)
         if attentions is None or (self.n_evaluations - 1) % self.every:
             return
-        statistics = AttentionStatistics(per_layer=True, pr_construction=self.pr_construction)
+        source, centring = parse_pr_construction(self.pr_construction)
+        statistics = AttentionStatistics(per_layer=True, pr_construction=centring)
         statistics.update(attentions)
-        for name, per_layer in statistics.compute().items():
+        values = statistics.compute()
+        if source == "output":  # head outputs are not kept by the evaluation forward
+            tokens = trainer.datamodule.eval_splits()["test"][0].to(pl_module.device)
+            values.update(head_output_participation(pl_module.model, tokens, self.pr_construction))
+        for name, per_layer in values.items():
             metrics[name] = float(per_layer.mean())
             if self.per_layer:
                 for layer, value in enumerate(per_layer.reshape(-1).tolist()):
