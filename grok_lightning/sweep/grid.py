@@ -33,10 +33,10 @@ record path, threads, checkpoint cadence, progress bar). The same grid therefore
 the same runs, and changing one value changes only the ids of the runs that value touches. The
 human-readable ``name`` (``wd0.1_seed7_add_<hash8>``) is the run's directory in the store.
 
-Every key is checked against the base config and the signature of the class that receives it
-(``inspect``), so a typo fails with one line (:class:`~grok_lightning.config.ConfigError`) before
-anything runs. :func:`validate_types` additionally parses every run with the GrokCLI parser
-(types, without instantiating anything).
+Every key is checked by the GrokCLI parser (jsonargparse, the same one ``grok-lightning fit``
+uses), so a typo fails with one line (:class:`~grok_lightning.config.ConfigError`) naming the
+sweep entry before anything runs. :func:`validate_types` additionally parses every run (types,
+without instantiating anything).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from typing import Any
 
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
-    ALIASES, KeyChecker, _delete_dotted, _split, get_dotted, resolve_key, set_dotted, validate_types,
+    ALIASES, _delete_dotted, _split, check_keys, get_dotted, resolve_key, set_dotted, validate_types,
 )
 
 __all__ = [
@@ -350,24 +350,18 @@ def check_sweep(sweep: Sweep, where: str = "sweep") -> None:
             if key in sweep.grid or key in seen:
                 raise ConfigError(f"{where}: axis {key!r} appears twice (grid and zip)")
             seen[key] = "zip"
-    # keys are checked against the base config (not the overridden one: an override must not
-    # vouch for itself); a changed class_path is applied first so its init args are checked
-    merged = copy.deepcopy(sweep.base)
+    # every key is checked by the GrokCLI parser on one config: the base with every override and
+    # the first value of every axis applied (a class_path on an axis brings its own arguments)
+    probe = copy.deepcopy(sweep.base)
+    locations: dict[str, str] = {}
     for key, value in sweep.overrides.items():
-        if key.endswith("class_path") or (isinstance(value, dict) and "class_path" in value):
-            set_dotted(merged, key, copy.deepcopy(value))
-    for axes in [sweep.grid, *sweep.zips]:  # class_path changes on an axis: check the first value
+        set_dotted(probe, key, copy.deepcopy(value))
+        locations[key] = f"overrides.{key}"
+    for name, axes in [("grid", sweep.grid), *(("zip", group) for group in sweep.zips)]:
         for key, values in axes.items():
-            if key.endswith("class_path"):
-                set_dotted(merged, key, values[0])
-    checker = KeyChecker(merged)
-    for key in sweep.overrides:
-        checker.check(key, f"{where}: overrides.{key}")
-    for key in sweep.grid:
-        checker.check(key, f"{where}: grid.{key}")
-    for group in sweep.zips:
-        for key in group:
-            checker.check(key, f"{where}: zip.{key}")
+            set_dotted(probe, key, copy.deepcopy(values[0]))
+            locations[key] = f"{name}.{key}"
+    check_keys(probe, locations, where)
 
 
 def _coerce(base: dict, key: str, value: Any) -> Any:

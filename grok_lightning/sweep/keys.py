@@ -1,20 +1,25 @@
 """Dotted config keys: get/set, the short aliases of sweep files, and the checks that every key
-exists (against the base config and the signature of the class that receives it) and that every
-run parses with the GrokCLI parser.
+exists and every run parses, both done by the GrokCLI parser (jsonargparse) without
+instantiating anything.
 
-A typo fails with one line (:class:`~grok_lightning.config.ConfigError`) before anything runs.
+A typo fails with one line (:class:`~grok_lightning.config.ConfigError`) before anything runs;
+an unknown key is reported where the sweep file has it (``grid.<key>``, ``overrides.<key>``)
+with the class that has no such argument and the closest names it does have.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import importlib
 import inspect
+import re
+import warnings
 from typing import Any
 
 from grok_lightning.config import ConfigError, parser_error_line, validate_run_config
 
-__all__ = ["ALIASES", "KeyChecker", "get_dotted", "resolve_key", "set_dotted", "validate_types"]
+__all__ = ["ALIASES", "check_keys", "get_dotted", "resolve_key", "set_dotted", "validate_types"]
 
 #: short axis names -> dotted config keys
 ALIASES = {
@@ -84,61 +89,7 @@ def _delete_dotted(config: dict, key: str) -> None:
         parent.pop(parts[-1], None)
 
 
-# --- key resolution and validation ----------------------------------------------------------------
-def _import(path: str):
-    module, _, name = str(path).rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise ConfigError(f"class_path={path!r}: cannot import ({err})") from None
-
-
-def _section_classes() -> dict[str, type]:
-    """Top-level sections GrokCLI adds (``run``, ``grok``, ``diagnostics``...) -> their classes.
-
-    Found by replaying ``GrokCLI.add_arguments_to_parser`` against a recorder, so sections added
-    later are picked up without touching this module.
-    """
-    from lightning.pytorch import Trainer
-
-    sections: dict[str, type] = {"trainer": Trainer}
-
-    class _Recorder:
-        def add_class_arguments(self, cls, nested_key=None, *args, **kwargs):
-            if nested_key:
-                sections[str(nested_key)] = cls
-
-        def __getattr__(self, name):
-            return lambda *args, **kwargs: None
-
-    try:
-        from grok_lightning.run import GrokCLI
-
-        GrokCLI.add_arguments_to_parser(_Recorder(), _Recorder())
-    except Exception:  # pragma: no cover - fall back to the known sections
-        from grok_lightning.callbacks import GrokDetector
-        from grok_lightning.run import RunSettings
-
-        sections.update(run=RunSettings, grok=GrokDetector)
-    return sections
-
-
-def _parameters(cls) -> tuple[set[str], bool]:
-    """Accepted init argument names of ``cls`` and whether it takes ``**kwargs``."""
-    names: set[str] = set()
-    var_kw = False
-    try:
-        signature = inspect.signature(cls.__init__ if inspect.isclass(cls) else cls)
-    except (TypeError, ValueError):
-        return names, True
-    for param in signature.parameters.values():
-        if param.kind is param.VAR_KEYWORD:
-            var_kw = True
-        elif param.name != "self" and param.kind is not param.VAR_POSITIONAL:
-            names.add(param.name)
-    return names, var_kw
-
-
+# --- key resolution ------------------------------------------------------------------------------
 def resolve_key(key: str) -> str:
     """Aliases -> dotted keys; ``model.lr`` -> ``model.init_args.lr`` (LightningCLI shorthand).
 
@@ -153,65 +104,131 @@ def resolve_key(key: str) -> str:
     return ".".join(parts)
 
 
-class KeyChecker:
-    """Checks that a dotted key exists in a config or is a valid init argument of its class."""
+# --- the parser -----------------------------------------------------------------------------------
+_CLI = None  # one GrokCLI that only builds its parser, per process: building it costs about a second
 
-    def __init__(self, config: dict):
-        self.config = config
-        self._sections: dict[str, type] | None = None
 
-    @property
-    def sections(self) -> dict[str, type]:
-        if self._sections is None:
-            self._sections = _section_classes()
-        return self._sections
+def _parser():
+    """The GrokCLI parser (jsonargparse), built once without parsing or instantiating anything."""
+    global _CLI
+    if _CLI is None:
+        from jsonargparse import Namespace
 
-    def check(self, key: str, where: str) -> None:
-        if get_dotted(self.config, key, _ABSENT) is not _ABSENT:
-            return
-        parts = _split(key)
-        top = parts[0]
-        if top == "seed_everything" and len(parts) == 1:
-            return
-        node: Any = self.config.get(top, _ABSENT)
-        cls = None
-        rest = parts[1:]
-        if top in ("model", "data") or (isinstance(node, dict) and "class_path" in node):
-            if not isinstance(node, dict) or "class_path" not in node:
-                raise ConfigError(f"{where}: unknown key {key!r} (the base config has no {top}.class_path)")
-            cls = _import(node["class_path"])
-            if not rest or rest[0] not in ("init_args", "dict_kwargs"):
-                raise ConfigError(f"{where}: unknown key {key!r} (use {top}.init_args.<name>)")
-            if rest[0] == "dict_kwargs":
-                return
-            rest = rest[1:]
-        elif top in self.sections:
-            cls = self.sections[top]
-        else:
-            known = sorted(set(self.config) | set(self.sections) | {"seed_everything"})
-            raise ConfigError(f"{where}: unknown key {key!r} (top-level sections: {', '.join(known)})")
-        self._check_in_class(cls, rest, key, where, node.get("init_args", {}) if isinstance(node, dict) and "class_path" in node else node)
+        from grok_lightning.run import GrokCLI
 
-    def _check_in_class(self, cls, rest: list[str], key: str, where: str, node: Any) -> None:
-        if not rest:
+        class _ParserOnly(GrokCLI):
+            def parse_arguments(self, parser, args):
+                self.config = Namespace()
+
+            def _parse_ckpt_path(self):
+                pass
+
+            def _set_seed(self):
+                pass
+
+            def _add_instantiators(self):
+                pass
+
+            def before_instantiate_classes(self):
+                pass
+
+            def instantiate_classes(self):
+                pass
+
+            def after_instantiate_classes(self):
+                pass
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _CLI = _ParserOnly(args={}, run=False, parser_kwargs={"exit_on_error": False})
+    return _CLI.parser
+
+
+def _parse(config: dict) -> None:
+    """Parse ``config`` as ``grok-lightning fit --config`` would (raises jsonargparse's error)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _parser().parse_object(copy.deepcopy(config))
+
+
+def _unknown_key(message: str) -> tuple[str, str | None] | None:
+    r"""``(dotted key without init_args, class path or group that lacks it)`` when jsonargparse's
+    error is an unknown key, else None.
+
+    >>> _unknown_key("Group 'trainer' does not accept option 'max_epoch'")
+    ('trainer.max_epoch', 'group:trainer')
+    >>> _unknown_key("Parser key \"model\": Problem with given class_path 'a.B': Option 'foo' is not accepted")
+    ('model.foo', 'a.B')
+    """
+    text = str(message)
+    match = re.search(r"Group '([^']+)' does not accept option '([^']+)'", text)
+    if match:
+        return f"{match.group(1)}.{match.group(2)}", f"group:{match.group(1)}"
+    match = re.search(r"Option '([^']+)' is not accepted", text)
+    if not match:
+        return None
+    section = ".".join(re.findall(r'Parser key "([^"]+)"', text))
+    owners = re.findall(r"Problem with given class_path '([^']+)'", text)
+    return (f"{section}.{match.group(1)}" if section else match.group(1)), (owners[-1] if owners else None)
+
+
+def _owner_class(owner: str | None):
+    if owner is None:
+        return None
+    if owner.startswith("group:"):
+        name = owner.split(":", 1)[1]
+        if name == "trainer":  # LightningCLI adds it without a group class
+            from lightning.pytorch import Trainer
+
+            return Trainer
+        return getattr(_parser().groups.get(name), "group_class", None)
+    module, _, name = owner.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return None
+
+
+def _parameters(cls) -> list[str]:
+    try:
+        signature = inspect.signature(cls.__init__ if inspect.isclass(cls) else cls)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in signature.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _without_init_args(key: str) -> str:
+    return ".".join(part for part in _split(key) if part != "init_args")
+
+
+def check_keys(config: dict, locations: dict[str, str], where: str) -> None:
+    """Parse ``config`` (a sweep's base config with every override and the first value of every
+    axis applied) with the GrokCLI parser; an unknown key becomes one line naming the sweep
+    entry that set it (``locations``: dotted key -> ``"grid.<key>"`` etc.).
+
+    Other parse errors (a value of the wrong type) are left to :func:`validate_types`, which
+    names the run."""
+    try:
+        _parse(config)
+    except ConfigError:
+        raise
+    except BaseException as err:  # jsonargparse's ArgumentError (or its SystemExit)
+        unknown = _unknown_key(str(err))
+        if unknown is None:
             return
-        names, var_kw = _parameters(cls)
-        name = rest[0]
-        if name not in names and not var_kw:
-            close = sorted(n for n in names if n[:3] == name[:3] or name in n or n in name)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise ConfigError(f"{where}: unknown key {key!r}: {cls.__name__} has no argument {name!r}{hint}")
-        if len(rest) == 1:
-            return
-        value = node.get(name, _ABSENT) if isinstance(node, dict) else _ABSENT
-        if isinstance(value, dict) and "class_path" in value:  # e.g. trainer.logger.init_args.x
-            sub = _import(value["class_path"])
-            if rest[1] != "init_args":
-                if rest[1] == "class_path" and len(rest) == 2:
-                    return
-                raise ConfigError(f"{where}: unknown key {key!r} (use {'.'.join(_split(key)[:-len(rest) + 1])}.init_args.<name>)")
-            self._check_in_class(sub, rest[2:], key, where, value.get("init_args", {}))
-        # deeper keys into plain dict/list arguments (arch_kwargs.x, betas.0) cannot be checked
+        dotted, owner = unknown
+        source = next((key for key in locations if _without_init_args(key) == dotted
+                       or _without_init_args(key).startswith(dotted + ".")), None)
+        at = f"{where}: {locations[source]}" if source else f"{where}: base config"
+        cls = _owner_class(owner)
+        name = dotted.rpartition(".")[2]
+        if cls is None:
+            sections = ", ".join(sorted({"seed_everything", *_parser().groups}))
+            raise ConfigError(f"{at}: unknown key {source or dotted!r} (top-level sections: {sections})") from None
+        close = difflib.get_close_matches(name, _parameters(cls), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"{at}: unknown key {source or dotted!r}: {cls.__name__} has no argument {name!r}{hint}") from None
 
 
 # --- full type validation through the GrokCLI parser (no instantiation) --------------------------
@@ -230,36 +247,10 @@ def validate_types(runs: list) -> None:
             validate_run_config(run.config)
         except ConfigError as err:
             raise ConfigError(f"run {run.name}: {err}") from None
-    import warnings
-
-    from grok_lightning.run import GrokCLI
-
-    class _ParseOnly(GrokCLI):
-        def _set_seed(self):
-            pass
-
-        def _add_instantiators(self):
-            pass
-
-        def before_instantiate_classes(self):
-            pass
-
-        def instantiate_classes(self):
-            pass
-
-        def after_instantiate_classes(self):
-            pass
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    for run in runs:
         try:
-            cli = _ParseOnly(args=copy.deepcopy(runs[0].config), run=False, parser_kwargs={"exit_on_error": False})
+            _parse(run.config)
         except ConfigError:
             raise
         except BaseException as err:  # ArgumentError / SystemExit from jsonargparse
-            raise ConfigError(f"run {runs[0].name}: {parser_error_line(str(err))}") from None
-        for run in runs[1:]:
-            try:
-                cli.parser.parse_object(copy.deepcopy(run.config))
-            except BaseException as err:
-                raise ConfigError(f"run {run.name}: {parser_error_line(str(err))}") from None
+            raise ConfigError(f"run {run.name}: {parser_error_line(str(err))}") from None
