@@ -92,6 +92,9 @@ class RunRecorder(Callback):
             "wd": model.get("weight_decay", model.get("eta")),
             "seed": int(os.environ.get("PL_GLOBAL_SEED", 0)),
             "max_epochs": trainer.max_epochs,
+            # numerics: FP32 unless a run opted into TF32 matmuls or bf16 autocast
+            "precision": str(getattr(trainer, "precision", "32-true")),
+            "matmul_precision": torch.get_float32_matmul_precision(),
             "module": type(pl_module).__name__,
             "model": model,
             "data": data,
