@@ -21,8 +21,8 @@ import tempfile
 import warnings
 
 import torch
-
 from _common import EpochTimer, canonical_config, median
+
 from grok_lightning.run import GrokCLI
 
 #: name -> (arch, arch_kwargs); paper sizes (the transformer's come from canonical.yaml)

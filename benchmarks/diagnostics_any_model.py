@@ -16,15 +16,13 @@ Goal: at most 3% at an every-10-epochs cadence.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
 import time
 
-from lightning.pytorch.loggers import TensorBoardLogger
-
 from _common import REPO, median
+from lightning.pytorch.loggers import TensorBoardLogger
 
 sys.path.insert(0, str(REPO / "examples"))
 import diagnostics_hf_gpt2 as example  # noqa: E402

@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from _common import canonical_config, median
+
 from grok_lightning.run import GrokCLI
 
 

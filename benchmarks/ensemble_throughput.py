@@ -27,11 +27,11 @@ import statistics
 import time
 
 import torch
-
 from _common import REPO
+
 from grok_lightning.data.modular import ModularArithmeticDataModule
-from grok_lightning.modules import GrokkingModule
 from grok_lightning.ensembles import EnsembleModule
+from grok_lightning.modules import GrokkingModule
 
 
 def epoch_cost(config: dict) -> float:

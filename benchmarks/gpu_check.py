@@ -49,7 +49,6 @@ from pathlib import Path
 
 import torch
 import yaml
-
 from _common import REPO
 from ensemble_throughput import build, ensemble_step, paper_member_epochs, timed
 

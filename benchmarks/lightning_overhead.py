@@ -18,9 +18,9 @@ import time
 
 import lightning as L
 import torch
+from _common import EpochTimer, canonical_config, median
 from torch.nn import functional as F
 
-from _common import EpochTimer, canonical_config, median
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.models import build_model
 from grok_lightning.modules import parameter_groups

@@ -24,8 +24,8 @@ import tempfile
 import time
 
 import torch
-
 from _common import REPO
+
 from grok_lightning.data.tian import ModularAdditionOneHotDataModule
 from grok_lightning.metrics.spectrum import rho_tian, rho_tian_blocked
 from grok_lightning.models.two_layer import TwoLayerNet

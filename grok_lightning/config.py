@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from lightning.pytorch import LightningDataModule, LightningModule
@@ -26,8 +25,7 @@ from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
 from grok_lightning.callbacks.grok import StopState
 from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
-from grok_lightning.config import ConfigError, validate_run_config
-from grok_lightning.config import require_choice
+from grok_lightning.config import ConfigError, require_choice, validate_run_config
 
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
 

@@ -18,8 +18,14 @@ from pathlib import Path
 import torch
 
 from grok_lightning.metrics.head_outputs import head_output_hooks
-from grok_lightning.metrics.participation import (DEFAULT_PR_CONSTRUCTION, PRState, _pr_compute, _pr_state_update,
-                                                  parse_pr_construction, pr_covariance_eigenvalues)
+from grok_lightning.metrics.participation import (
+    DEFAULT_PR_CONSTRUCTION,
+    PRState,
+    _pr_compute,
+    _pr_state_update,
+    parse_pr_construction,
+    pr_covariance_eigenvalues,
+)
 from grok_lightning.models import ATTENTION_ARCHS, build_model
 from grok_lightning.modules.grokking import model_kwargs
 from grok_lightning.stats.spectra import model_esd_alpha

@@ -107,7 +107,7 @@ def train_group(members: list[dict], epochs: int, device: str, wd: float = 1.0, 
     y_train = torch.stack([s.y_train for s in splits]).to(device)
     x_test = torch.stack([s.x_test for s in splits]).to(device)
     y_test = torch.stack([s.y_test for s in splits]).to(device)
-    n_train, E = x_train.shape[1], len(members)
+    n_train = x_train.shape[1]
     optimizer = torch.optim.AdamW(list(params.values()), lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     keep = 1.0 - lr * wd
 

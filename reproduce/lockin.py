@@ -35,7 +35,15 @@ from grok_lightning.records import _json_safe
 from reproduce.common import parse_args, sweep_records, write_outputs
 from reproduce.lockin_activation import target_activation
 from reproduce.lockin_common import (
-    P_MEDIAN_ABS_COS, P_RELU, P_SIGN_SEED0, PAPER, T6_EPOCHS, TARGETS, _fmt, _med, _run_configs,
+    P_MEDIAN_ABS_COS,
+    P_RELU,
+    P_SIGN_SEED0,
+    PAPER,
+    T6_EPOCHS,
+    TARGETS,
+    _fmt,
+    _med,
+    _run_configs,
 )
 from reproduce.lockin_eta import target_eta
 from reproduce.lockin_main import target_main, target_window

@@ -14,8 +14,29 @@ from grok_lightning.plots.lockin import activation_figure
 from grok_lightning.stats.lockin import lockin_key
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
-    HEADLINE_W, P_RELU, P_SIGN_SEED0, PAPER, RHO_THRESHOLD, _act, _caption_text, _differs, _eta, _fire, _first_at,
-    _fmt, _frac, _horizon, _med, _model, _save, _seed, _series, _t6, _values, _window_median, add_caption,
+    HEADLINE_W,
+    P_RELU,
+    P_SIGN_SEED0,
+    PAPER,
+    RHO_THRESHOLD,
+    _act,
+    _caption_text,
+    _differs,
+    _eta,
+    _fire,
+    _first_at,
+    _fmt,
+    _frac,
+    _horizon,
+    _med,
+    _model,
+    _save,
+    _seed,
+    _series,
+    _t6,
+    _values,
+    _window_median,
+    add_caption,
     describe_tian,
 )
 from reproduce.report import row

@@ -15,8 +15,28 @@ from grok_lightning.plots.lockin import eta_sweep_figure
 from grok_lightning.stats.lockin import lockin_key
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
-    HEADLINE_W, P_ETA, P_ETA_FIT, P_ETA_LONG, PAPER, RHO_THRESHOLD, _act, _caption_text, _differs, _eta, _fire,
-    _first_at, _fmt, _horizon, _med, _model, _save, _seed, _series, _values, _window_median, add_caption,
+    HEADLINE_W,
+    P_ETA,
+    P_ETA_FIT,
+    P_ETA_LONG,
+    PAPER,
+    RHO_THRESHOLD,
+    _act,
+    _caption_text,
+    _differs,
+    _eta,
+    _fire,
+    _first_at,
+    _fmt,
+    _horizon,
+    _med,
+    _model,
+    _save,
+    _seed,
+    _series,
+    _values,
+    _window_median,
+    add_caption,
     describe_tian,
 )
 from reproduce.report import row

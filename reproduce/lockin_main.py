@@ -15,9 +15,35 @@ from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH, main_figure, windo
 from grok_lightning.stats.lockin import lockin_key
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
-    HEADLINE_W, P_MAIN, P_SIGN_IQR, P_WINDOW, PAPER, RHO_THRESHOLD, T6_EPOCHS, WINDOWS, _act, _caption_text, _differs,
-    _eta, _fire, _first_at, _fmt, _frac, _horizon, _iqr, _late_window, _med, _model, _save, _seed, _series, _t6,
-    _values, _window_median, add_caption, describe_tian,
+    HEADLINE_W,
+    P_MAIN,
+    P_SIGN_IQR,
+    P_WINDOW,
+    PAPER,
+    RHO_THRESHOLD,
+    T6_EPOCHS,
+    WINDOWS,
+    _act,
+    _caption_text,
+    _differs,
+    _eta,
+    _fire,
+    _first_at,
+    _fmt,
+    _frac,
+    _horizon,
+    _iqr,
+    _late_window,
+    _med,
+    _model,
+    _save,
+    _seed,
+    _series,
+    _t6,
+    _values,
+    _window_median,
+    add_caption,
+    describe_tian,
 )
 from reproduce.report import row
 

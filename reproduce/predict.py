@@ -20,8 +20,16 @@ from pathlib import Path
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_auc
 from grok_lightning.records import iter_records
-from grok_lightning.stats.predict import (BASELINE_FEATURES, BASELINE_PLUS_TEST, DIAGNOSTIC_FEATURES, FEATURE_SETS,
-                                          auc_study, feature_table, is_undefined, table_records)
+from grok_lightning.stats.predict import (
+    BASELINE_FEATURES,
+    BASELINE_PLUS_TEST,
+    DIAGNOSTIC_FEATURES,
+    FEATURE_SETS,
+    auc_study,
+    feature_table,
+    is_undefined,
+    table_records,
+)
 from reproduce.common import SWEEPS, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 

@@ -8,12 +8,10 @@ import sys
 from collections import Counter
 
 import pytest
+from test_sweep import TINY
 
 from grok_lightning.config import ConfigError
-from grok_lightning.sweep.devices import (check_devices, parse_devices, pick_device, resolve_devices,
-                                          workers_for_devices)
-
-from test_sweep import TINY
+from grok_lightning.sweep.devices import check_devices, parse_devices, pick_device, resolve_devices, workers_for_devices
 
 
 def test_a_count_names_the_first_devices_and_a_list_names_devices():

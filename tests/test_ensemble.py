@@ -11,11 +11,10 @@ import pytest
 import torch
 from lightning.pytorch import Callback
 
+from conftest import InterruptAfter, tiny_config
 from grok_lightning.config import ConfigError
 from grok_lightning.ensembles import EnsembleModule, build_ensemble, compatibility_key, run_ensemble
 from grok_lightning.run import GrokCLI
-
-from conftest import InterruptAfter, tiny_config
 
 MEMBERS = [(7, 0.1), (11, 1.0), (31, 3.0), (42, 0.5)]  # (seed, lambda)
 # Tolerance: the vmapped forward/backward runs batched matmuls whose float32 summation order
@@ -178,11 +177,11 @@ def test_tian_members_equal_separate_runs(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_with_ensembles_writes_the_same_records(tmp_path):
+    from test_sweep import TINY
+
     from grok_lightning.sweep.ensembles import pack_tasks
     from grok_lightning.sweep.launchers import run_sweep
     from grok_lightning.sweep.store import SweepStore, collect
-
-    from test_sweep import TINY
 
     threads = torch.get_num_threads()
     quiet = open(os.devnull, "w")
@@ -213,9 +212,9 @@ def test_killed_ensembled_sweep_resumes_from_the_ensemble_checkpoint(tmp_path):
     import sys
     import time
 
-    from grok_lightning.sweep.store import collect
-
     from test_sweep import tiny_spec, write_spec
+
+    from grok_lightning.sweep.store import collect
 
     spec = tiny_spec()
     spec["overrides"]["trainer.max_epochs"] = 12

@@ -7,10 +7,9 @@ import warnings
 
 import pytest
 import torch
+from test_ensemble import _stepper, member_config
 
 from grok_lightning.ensembles import run_ensemble
-
-from test_ensemble import _stepper, member_config
 
 LSTM = {"arch": "lstm", "arch_kwargs": {"d_embed": 8, "hidden": 8, "n_layers": 1}}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_regimes import make_record
 
 from reproduce import fig2
-from test_regimes import make_record
 
 
 def _run(seed: int, dip: float, memorised_min: float) -> dict:

@@ -17,15 +17,19 @@ import pytest
 import torch
 from lightning.pytorch import Callback
 
+from conftest import InterruptAfter, read_reference
 from grok_lightning.callbacks import CheckpointSchedule, RetentionMonitor
 from grok_lightning.config import ConfigError
 from grok_lightning.metrics.functional import head_participation_ratio, participation_ratio_from_cv
 from grok_lightning.records import load_record
 from grok_lightning.run import GrokCLI
-from grok_lightning.stats import (esd_alpha, fit_power_law, head_covariance_eigenvalues, model_esd_alpha,
-                                  pr_norm_checkpoint_table)
-
-from conftest import InterruptAfter, read_reference
+from grok_lightning.stats import (
+    esd_alpha,
+    fit_power_law,
+    head_covariance_eigenvalues,
+    model_esd_alpha,
+    pr_norm_checkpoint_table,
+)
 
 
 # --- RetentionMonitor -------------------------------------------------------------------------

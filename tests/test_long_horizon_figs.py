@@ -16,15 +16,14 @@ import pytest
 import torch
 import yaml
 
+from conftest import REPO
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.metrics.functional import head_participation_ratio
 from grok_lightning.plots.long_horizon import figure_five_stage
-from grok_lightning.sweep.grid import load_sweep
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
+from grok_lightning.sweep.grid import load_sweep
 from reproduce import long_horizon
 from reproduce.checkpoints import analyse_checkpoint, build_model_from_record, checkpoint_files, eval_split
-
-from conftest import REPO
 
 
 def _record(wd=1.0, seed=42, name=None, status="completed", **extra) -> dict:

@@ -6,9 +6,7 @@ statements proved in ``lean/GrokDiagnostics/*.lean`` (see lean/README.md for the
 """
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import read_reference
 from grok_lightning.metrics import (
     STAT_KEYS,
     AttentionStatistics,
@@ -43,8 +42,6 @@ from grok_lightning.metrics import (
     qk_rank,
 )
 from grok_lightning.metrics.functional import _cosine_from_gram
-
-from conftest import read_reference
 
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

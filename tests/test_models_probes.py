@@ -11,7 +11,7 @@ import torch
 from torch.nn import functional as F
 
 from grok_lightning.config import ConfigError
-from grok_lightning.models import LSTMClassifier, MambaClassifier, MLP, build_model
+from grok_lightning.models import MLP, LSTMClassifier, MambaClassifier, build_model
 from grok_lightning.models import mamba as mamba_module
 from grok_lightning.models.mamba import MambaMixer, reference_forward
 from grok_lightning.modules import GrokkingModule, parameter_groups

@@ -12,10 +12,19 @@ import torch
 
 from grok_lightning.config import ConfigError
 from grok_lightning.metrics import AttentionStatistics, HeadParticipationRatio, ParticipationRatio, attention_statistics
-from grok_lightning.metrics.functional import (AttentionState, _attention_state_update, _attention_statistics_compute,
-                                               head_participation_ratio)
-from grok_lightning.metrics.participation import (CENTRINGS, DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS,
-                                                  head_participation, parse_pr_construction)
+from grok_lightning.metrics.functional import (
+    AttentionState,
+    _attention_state_update,
+    _attention_statistics_compute,
+    head_participation_ratio,
+)
+from grok_lightning.metrics.participation import (
+    CENTRINGS,
+    DEFAULT_PR_CONSTRUCTION,
+    PR_CONSTRUCTIONS,
+    head_participation,
+    parse_pr_construction,
+)
 from grok_lightning.models.transformer import DecoderTransformer
 from grok_lightning.run import run_config
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, pr_identity_rows

@@ -12,9 +12,18 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from grok_lightning.stats.predict import (BASELINE_FEATURES, FEATURE_SETS, _auc, auc_study, feature_row,  # noqa: E402
-                                          feature_table, grouped_oof_predictions, is_undefined, retention_label,
-                                          table_records)
+from grok_lightning.stats.predict import (  # noqa: E402
+    BASELINE_FEATURES,
+    FEATURE_SETS,
+    _auc,
+    auc_study,
+    feature_row,
+    feature_table,
+    grouped_oof_predictions,
+    is_undefined,
+    retention_label,
+    table_records,
+)
 
 EPOCHS = list(range(0, 101, 10))
 

@@ -8,11 +8,16 @@ import math
 
 import numpy as np
 import pytest
-
-from grok_lightning.stats.relaxation import (PAPER_FIT_EPOCHS, PAPER_OMEGA_100, PAPER_OMEGA_INF, fit_relaxation_paper,
-                                             kappa_two_point)
-from reproduce import fig11
 from test_regimes import make_record
+
+from grok_lightning.stats.relaxation import (
+    PAPER_FIT_EPOCHS,
+    PAPER_OMEGA_100,
+    PAPER_OMEGA_INF,
+    fit_relaxation_paper,
+    kappa_two_point,
+)
+from reproduce import fig11
 
 
 def test_the_papers_kappa_is_the_cap_through_its_first_checkpoint():

@@ -9,21 +9,36 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grok_lightning.stats import (PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, P_RELAX_LEVELS, adamw_bound,
-                                  adamw_bound_table, cohens_d, correct, fit_critical_weight_decay,
-                                  fit_exponential_relaxation, fit_saturation_models,
-                                  fit_tanh_rise, fit_time_to_grok_power_law, jackknife_ci,
-                                  kappa_from_rate, paired_comparison, pearson_r, permutation_test,
-                                  records_to_arrays, relaxation_curve, tanh_rise)
-
 from conftest import read_reference as _ref
+from grok_lightning.stats import (
+    P_RELAX_LEVELS,
+    PAPER_KAPPA,
+    PAPER_LR,
+    PAPER_T_MAX,
+    adamw_bound,
+    adamw_bound_table,
+    cohens_d,
+    correct,
+    fit_critical_weight_decay,
+    fit_exponential_relaxation,
+    fit_saturation_models,
+    fit_tanh_rise,
+    fit_time_to_grok_power_law,
+    jackknife_ci,
+    kappa_from_rate,
+    paired_comparison,
+    pearson_r,
+    permutation_test,
+    records_to_arrays,
+    relaxation_curve,
+    tanh_rise,
+)
 
 
 def _expand_bins(bins):

@@ -14,13 +14,12 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.compat.proto import summary_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 
+from conftest import InterruptAfter, tiny_config
 from grok_lightning.callbacks import GrokDetector
 from grok_lightning.callbacks.dashboard import curated_hparams, describe
 from grok_lightning.callbacks.evaluation import StepLossLogger
 from grok_lightning.ensembles import build_ensemble
 from grok_lightning.run import GrokCLI
-
-from conftest import InterruptAfter, tiny_config
 
 EPOCHS, GROK = 6, 2  # evaluations at 0, 1, 2, 4, 6; images every 10th evaluation -> only epoch 0 by cadence
 CURATED = {"arch", "shape", "weight decay", "lr", "betas", "seed", "operation", "p", "train fraction", "profile",

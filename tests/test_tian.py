@@ -12,17 +12,22 @@ import pytest
 import torch
 import yaml
 
+from conftest import REPO
 from grok_lightning.callbacks.evaluation import ScheduledEvaluation
 from grok_lightning.callbacks.lockin import LockInDetector, lockin_key, slope_fire_epoch
 from grok_lightning.config import ConfigError
 from grok_lightning.data.tian import ModularAdditionOneHotDataModule
 from grok_lightning.metrics.repulsion import RepulsionSignAgreement, repulsion_statistics, top_cosine_pairs
-from grok_lightning.metrics.spectrum import RhoTian, UpdateGramSpectrum, rho_tian, rho_tian_blocked, update_gram_spectrum
+from grok_lightning.metrics.spectrum import (
+    RhoTian,
+    UpdateGramSpectrum,
+    rho_tian,
+    rho_tian_blocked,
+    update_gram_spectrum,
+)
 from grok_lightning.models.two_layer import TwoLayerNet
 from grok_lightning.modules.tian import TianModule, tian_mse_loss
 from grok_lightning.plots import lockin as plots
-
-from conftest import REPO
 
 
 class Rows(L.Callback):

@@ -11,10 +11,9 @@ import pytest
 import torch
 from lightning.pytorch import Callback
 
+from conftest import InterruptAfter
 from grok_lightning.records import load_record
 from grok_lightning.run import GrokCLI, run_config
-
-from conftest import InterruptAfter
 
 
 def _fit(config, ckpt_path=None, extra_callbacks=()):

@@ -19,7 +19,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from grok_lightning.config import validate_modular_task, require
+from grok_lightning.config import require, validate_modular_task
 
 __all__ = ["ModularArithmeticDataModule", "modular_table"]
 

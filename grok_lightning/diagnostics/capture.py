@@ -117,7 +117,7 @@ class AttentionCapture:
     def _mha_hook(self, module, args, kwargs, output) -> None:
         call = _MHA_SIGNATURE.bind(module, *args, **kwargs).arguments
         call.pop("self")
-        if not self.cross_attention and not (call["query"] is call["key"]):
+        if not self.cross_attention and call["query"] is not call["key"]:
             return
         call.update(need_weights=True, average_attn_weights=False)
         # dropout off for the re-issued call: we want the softmax probabilities, and dropout

@@ -34,8 +34,8 @@ from torch.nn import functional as F
 from grok_lightning.metrics.attention import AttentionStatistics
 from grok_lightning.metrics.functional import (
     EPS,
-    AttentionState,
     Attentions,
+    AttentionState,
     _as_layer_tensor,
     _attention_state_update,
     _attention_statistics_compute,

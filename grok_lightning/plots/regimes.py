@@ -13,7 +13,7 @@ from grok_lightning.plots.common import PAPER_STYLE, plt
 from grok_lightning.stats.critical import CriticalFit, logistic_log10
 from grok_lightning.stats.curves import PowerLawFit
 from grok_lightning.stats.regimes import REGIMES
-from grok_lightning.stats.relaxation import RelaxationFit, relaxation_curve
+from grok_lightning.stats.relaxation import relaxation_curve
 
 __all__ = ["figure_critical", "figure_regime_map", "figure_multitask", "figure_relaxation"]
 

@@ -14,15 +14,38 @@ records into them. See ``docs/statistics.md`` for the formulas and the golden nu
 
 from .arrays import records_to_arrays
 from .critical import CriticalFit, fit_critical_weight_decay, logistic_log10
-from .curves import (PowerLawFit, TanhFit, fit_saturation_models, fit_tanh_rise,
-                     fit_time_to_grok_power_law, jackknife_ci, tanh_rise)
+from .curves import (
+    PowerLawFit,
+    TanhFit,
+    fit_saturation_models,
+    fit_tanh_rise,
+    fit_time_to_grok_power_law,
+    jackknife_ci,
+    tanh_rise,
+)
 from .phases import PhaseSummary, peak_entropy_std, phase_summary
 from .regimes import REGIMES, CollapseCriterion, classify_run, regime_counts
-from .relaxation import (P_RELAX_LEVELS, PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, RelaxationFit,
-                         adamw_bound, adamw_bound_table, fit_exponential_relaxation,
-                         kappa_from_rate, relaxation_curve)
-from .tests import (PairedComparison, PermutationResult, cohens_d, correct, paired_comparison,
-                    pearson_r, permutation_test)
+from .relaxation import (
+    P_RELAX_LEVELS,
+    PAPER_KAPPA,
+    PAPER_LR,
+    PAPER_T_MAX,
+    RelaxationFit,
+    adamw_bound,
+    adamw_bound_table,
+    fit_exponential_relaxation,
+    kappa_from_rate,
+    relaxation_curve,
+)
+from .tests import (
+    PairedComparison,
+    PermutationResult,
+    cohens_d,
+    correct,
+    paired_comparison,
+    pearson_r,
+    permutation_test,
+)
 
 __all__ = [
     "PhaseSummary", "peak_entropy_std", "phase_summary",
@@ -37,10 +60,18 @@ __all__ = [
     "pearson_r", "permutation_test",
 ]
 
-# checkpoint spectra for the long-horizon figures (issue #10): ESD alpha, the C1 / Table 3 identity
-from .spectra import (ESDFit, ModelESD, esd_alpha, esd_eigenvalues, fit_power_law,  # noqa: E402
-                      head_covariance_eigenvalues, model_esd_alpha, pr_identity_rows,
-                      pr_norm_checkpoint_table)
+# checkpoint spectra for the long-horizon figures: ESD alpha, the C1 / Table 3 identity
+from .spectra import (  # noqa: E402
+    ESDFit,
+    ModelESD,
+    esd_alpha,
+    esd_eigenvalues,
+    fit_power_law,
+    head_covariance_eigenvalues,
+    model_esd_alpha,
+    pr_identity_rows,
+    pr_norm_checkpoint_table,
+)
 
 __all__ += ["ESDFit", "ModelESD", "esd_alpha", "esd_eigenvalues", "fit_power_law", "head_covariance_eigenvalues",
             "model_esd_alpha", "pr_identity_rows", "pr_norm_checkpoint_table"]

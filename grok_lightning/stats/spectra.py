@@ -40,11 +40,19 @@ from typing import Mapping
 import numpy as np
 import torch
 
-from grok_lightning.metrics.functional import (coefficient_of_variation, normalize_participation_ratio,
-                                               participation_identity_error, participation_ratio,
-                                               participation_ratio_from_cv)
-from grok_lightning.metrics.participation import (DEFAULT_PR_CONSTRUCTION, _pr_state_update, parse_pr_construction,
-                                                  pr_covariance_eigenvalues)
+from grok_lightning.metrics.functional import (
+    coefficient_of_variation,
+    normalize_participation_ratio,
+    participation_identity_error,
+    participation_ratio,
+    participation_ratio_from_cv,
+)
+from grok_lightning.metrics.participation import (
+    DEFAULT_PR_CONSTRUCTION,
+    _pr_state_update,
+    parse_pr_construction,
+    pr_covariance_eigenvalues,
+)
 
 __all__ = ["ESDFit", "ModelESD", "TABLE3_PHASES", "esd_alpha", "esd_eigenvalues", "fit_power_law",
            "head_covariance_eigenvalues", "model_esd_alpha", "pr_identity_rows", "pr_norm_checkpoint_table"]

@@ -23,7 +23,14 @@ from pathlib import Path
 
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME
 from grok_lightning.sweep.rundir import (
-    LOG_FILE, checkpoint_to_resume, clean, error_line, mark_failed, output_to, read_record, run_summary,
+    LOG_FILE,
+    checkpoint_to_resume,
+    clean,
+    error_line,
+    mark_failed,
+    output_to,
+    read_record,
+    run_summary,
 )
 
 __all__ = ["pack_tasks", "member_tasks", "execute_ensemble"]

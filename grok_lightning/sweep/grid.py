@@ -53,7 +53,14 @@ from typing import Any
 
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
-    ALIASES, _delete_dotted, _split, check_keys, get_dotted, resolve_key, set_dotted, validate_types,
+    ALIASES,
+    _delete_dotted,
+    _split,
+    check_keys,
+    get_dotted,
+    resolve_key,
+    set_dotted,
+    validate_types,
 )
 
 __all__ = [

@@ -29,10 +29,10 @@ from typing import Callable, TextIO
 from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.sweep.devices import pick_device, resolve_devices, workers_for_devices
+from grok_lightning.sweep.ensembles import member_tasks, pack_tasks
 from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
 from grok_lightning.sweep.progress import Progress
 from grok_lightning.sweep.store import SweepStore
-from grok_lightning.sweep.ensembles import member_tasks, pack_tasks
 from grok_lightning.sweep.worker import execute_run, make_task, mark_failed
 
 __all__ = ["SweepResult", "WorkerStartupError", "available_cores", "default_layout", "prepare", "run_sweep", "worker_command"]

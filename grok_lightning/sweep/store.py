@@ -28,7 +28,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from filelock import FileLock, Timeout

@@ -36,8 +36,20 @@ from pathlib import Path
 
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME
 from grok_lightning.sweep.rundir import (
-    ATTEMPTS_FILE, LOG_FILE, OWNER_FILE, checkpoint_to_resume, clean, error_line, log_tail, mark_failed, output_to,
-    owner_alive, proc_start, read_record, record_config, run_summary,
+    ATTEMPTS_FILE,
+    LOG_FILE,
+    OWNER_FILE,
+    checkpoint_to_resume,
+    clean,
+    error_line,
+    log_tail,
+    mark_failed,
+    output_to,
+    owner_alive,
+    proc_start,
+    read_record,
+    record_config,
+    run_summary,
 )
 
 # mark_failed, record_config, checkpoint_to_resume: the run-directory helpers, importable from here too
