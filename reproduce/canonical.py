@@ -1,4 +1,4 @@
-"""The canonical run (issue 2's main job): configs/canonical.yaml until it groks.
+"""The canonical run: configs/canonical.yaml until it groks.
 
 p = 97, a + b, 4L x 8H x d128, AdamW lr 1e-3, batch 512, lambda = 1.0, seed 0; stops 20 epochs
 after grokking (horizon 400). Writes the run (TensorBoard, record.json, config.yaml), a learning

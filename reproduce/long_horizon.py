@@ -1,4 +1,4 @@
-"""Long-horizon targets of arXiv 2605.20441 (issue #10): Fig. 3 (five-stage trajectory), Fig. 6 + Table 3
+"""Long-horizon targets of arXiv 2605.20441: Fig. 3 (five-stage trajectory), Fig. 6 + Table 3
 (PR_norm over checkpoints, the C1 identity), Fig. 7 (ESD alpha) and the E8 retention table.
 
     python -m reproduce.long_horizon --profile smoke|paper --out reproduction [--only fig3|fig6|fig7|e8]

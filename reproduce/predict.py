@@ -1,5 +1,5 @@
 """Does it predict? Held-out AUC of training-clock / loss / weight-norm baselines vs the attention
-diagnostics (arXiv 2605.20441 section 4.8, E11, and the author's later "no added value" note; issue #10).
+diagnostics (arXiv 2605.20441 section 4.8, E11, and the author's later "no added value" note).
 
     python -m reproduce.predict --profile smoke|paper --out reproduction [--epoch E] [--slope-window W]
 

@@ -1,5 +1,5 @@
 """rLLC vs sigma_H over the long-horizon checkpoints (arXiv 2605.20441: Pearson r = 0.46,
-95% CI [-0.20, 0.82], n = 11 checkpoints of seed 42; issue #10).
+95% CI [-0.20, 0.82], n = 11 checkpoints of seed 42).
 
     python -m reproduce.rllc --profile smoke|paper --out reproduction [--runs lead|all] [--max-checkpoints N]
 

@@ -1,4 +1,4 @@
-"""Long-horizon building blocks (issue #10): retention, scheduled weight checkpoints, checkpoint spectra.
+"""Long-horizon building blocks: retention, scheduled weight checkpoints, checkpoint spectra.
 
 All fast and on CPU: the retention monitor is driven by scripted evaluations, the checkpoint
 schedule by a tiny real run (seconds), the spectra by synthetic data and the reference JSON.

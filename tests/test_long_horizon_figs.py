@@ -1,4 +1,4 @@
-"""The long-horizon reproduction target (issue #10: Fig. 3, Fig. 6 + Table 3, Fig. 7, E8).
+"""The long-horizon reproduction target (Fig. 3, Fig. 6 + Table 3, Fig. 7, E8).
 
 Fast tests drive the post-hoc analysis with a tiny transformer whose weights are saved in the
 ``CheckpointSchedule`` layout, and the table/figure code with synthetic records; one slow test runs

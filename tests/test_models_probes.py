@@ -1,4 +1,4 @@
-"""Cross-architecture probes (issue 9): MLP, LSTM and Mamba, their counts, backends and runs."""
+"""Cross-architecture probes: MLP, LSTM and Mamba, their counts, backends and runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Figures of the "does it predict?" study and the rLLC comparison (issue #10).
+"""Figures of the "does it predict?" study and the rLLC comparison.
 
 * :func:`figure_auc`: held-out AUC with bootstrap CIs per feature set and model, one panel per
   target, the paper's random-forest holdout AUC (0.799) as a dotted line, chance at 0.5, and the

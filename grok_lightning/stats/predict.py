@@ -1,4 +1,4 @@
-"""Does it predict? Held-out AUC of baseline features vs. the attention diagnostics (issue #10).
+"""Does it predict? Held-out AUC of baseline features vs. the attention diagnostics.
 
 The paper (arXiv 2605.20441, section 4.8, E11) trains a random forest and a logistic regression on
 features taken at a fixed early epoch and reports a holdout AUC of 0.799 (RF) for retention, with

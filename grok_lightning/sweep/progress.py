@@ -12,7 +12,7 @@ run count says little about the time left; the bar counts the epochs of every pl
 The epoch of a running run is the last evaluated epoch of its record (written after
 evaluations, at most every few seconds), read by a background thread every ``poll_s``. A run
 that ends early (grokked + extra epochs, diverged, failed) counts its whole horizon as done.
-The ETA is tqdm's with ``smoothing=0``: epochs done in this session over the time it has run,
+The ETA is tqdm's with ``smoothing=0``: epochs done since this launch started over the time it has run,
 so it assumes the remaining epochs cost what the finished ones did on average.
 """
 
@@ -46,7 +46,7 @@ class Progress:
 
     Args:
         horizons: run name -> its max epochs (every run of the plan).
-        final: names of runs already final before this session (their epochs count as done).
+        final: names of runs already final before this launch (their epochs count as done).
         stream: where to write (default stdout); a terminal gets a redrawn bar.
         read_epoch: run name -> the last epoch it reached (None if unknown); polled for running runs.
         poll_s: seconds between polls of the running runs.
@@ -72,7 +72,7 @@ class Progress:
         final = set(final) & set(self.horizons)
         self.total_runs, self.done_runs = len(self.horizons), len(final)
         self.initial = sum(self.horizons[name] for name in final)
-        self.finished_epochs = self.initial  # final before + finished in this session
+        self.finished_epochs = self.initial  # final before + finished in this launch
         self.running: dict[str, int] = {}  # name -> epoch reached
         self.stream = stream or sys.stdout
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
