@@ -58,8 +58,9 @@ def _fits(record: dict) -> dict:
     out = {}
     dense = fit_exponential_relaxation(t, omega)
     out["dense"] = {"fit": dense, "kappa": dense.kappa(lr, wd) if dense.converged else float("nan")}
+    out["paper_epochs"] = [e for e in checkpoint_epochs(record) if e > 0 and e in set(t.astype(int).tolist())]
     try:
-        paper = fit_relaxation_paper(t, omega, epochs=checkpoint_epochs(record))
+        paper = fit_relaxation_paper(t, omega, epochs=out["paper_epochs"])
         out["paper"] = {"fit": paper, "kappa": paper.kappa(lr, wd) if paper.converged else float("nan")}
     except ValueError as err:  # too few checkpoints inside the horizon
         out["paper"] = {"fit": None, "kappa": float("nan"), "error": str(err)}
@@ -93,7 +94,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                f"T_max = {t_max:g} epochs (the lambda_c sweep's horizon)\n{describe(shown['run'])}")
     horizon = max(r["config"]["max_epochs"] for r in runs)
     differs = None if profile == "paper" else (
-        f"smoke model, {horizon}-epoch runs, estimator checkpoints {checkpoint_epochs(shown['run'])} "
+        f"smoke model, {horizon}-epoch runs, estimator checkpoints {shown['paper_epochs']} "
         f"(paper: canonical model, 20,000 epochs, 11 checkpoints), T_max = {t_max:g}")
     fig = figure_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float),
                             [("dense fit", shown["dense"]["fit"], shown["dense"]["kappa"]),
@@ -113,7 +114,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                "kappa": _num(kappa["dense"]), "kappa_ci": kappa_ci["dense"],
                "kappa_paper_estimator": _num(kappa["paper"]), "kappa_paper_estimator_ci": kappa_ci["paper"],
                "lr": lr, "paper_kappa_check": paper_kappa_check(),
-               "per_seed": {str(s): {"omega_at_init": v["omega_at_init"], "checkpoints": checkpoint_epochs(v["run"]),
+               "per_seed": {str(s): {"omega_at_init": v["omega_at_init"], "checkpoints": v["paper_epochs"],
                                      **{how: {"kappa": _num(v[how]["kappa"]), "error": v[how].get("error"),
                                               **(v[how]["fit"].to_dict() if v[how]["fit"] else {})}
                                         for how in ("dense", "paper")}}
@@ -150,7 +151,7 @@ def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str) -> lis
             note="; ".join(filter(None, [note, start]))),
         row(PAPER, "kappa, the paper's estimator (checkpoints only, Omega_0 <= 200), median over seeds",
             PAPER_VALUES["kappa"], _num(kappa["paper"]), profile, n, ours_ci=kappa_ci["paper"],
-            note="; ".join(filter(None, [note, f"checkpoints {checkpoint_epochs(lead['run'])}",
+            note="; ".join(filter(None, [note, f"checkpoints {lead['paper_epochs']}",
                                          f"Omega_0 at the cap in {at_cap}/{n}", *errors]))),
         row(PAPER, "kappa from the paper's own numbers, ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta)", 18.583,
             round(check["kappa_capped"], 3), "paper numbers", 1,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import torch
@@ -80,6 +79,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--run", required=True, help="run folder with record.json and weights/")
     parser.add_argument("--out", required=True, help="JSON to write")
     parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--train-command", default=None, help="how the run was trained (stored in the JSON)")
     args = parser.parse_args(argv)
     run = Path(args.run)
     record = json.loads((run / "record.json").read_text())
@@ -92,7 +92,8 @@ def main(argv=None) -> dict:
     table = candidate_table(record, files, args.batch_size)
     result = compare(table, paper)
     c = record["config"]
-    payload = {"command": "python -m reproduce.pr_norm_candidates " + " ".join(argv or sys.argv[1:]),
+    payload = {"command": f"python -m reproduce.pr_norm_candidates --run {args.run} --out {args.out}",
+               "train_command": args.train_command,
                "run": {"seed": c["seed"], "wd": c["wd"], "max_epochs": c["max_epochs"], "model": c["model"],
                        "grok_epoch": record.get("grok_epoch"), "run_id": record.get("run_id")},
                "paper_table3": {"source": source, "pr_norm_by_epoch": {e: paper[e] for e in table["epochs"] if e in paper}},
