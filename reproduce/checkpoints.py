@@ -19,7 +19,7 @@ import torch
 
 from grok_lightning.metrics.head_outputs import head_output_hooks
 from grok_lightning.metrics.participation import (
-    DEFAULT_PR_CONSTRUCTION,
+    DIAGNOSTICS_PR_CONSTRUCTION,
     PRState,
     _pr_compute,
     _pr_state_update,
@@ -118,7 +118,7 @@ def head_pr_states(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.T
 
 @torch.no_grad()
 def analyse_checkpoint(record: dict, path: str | Path, split: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       batch_size: int = 1024, pr_construction: str = DEFAULT_PR_CONSTRUCTION) -> dict:
+                       batch_size: int = 1024, pr_construction: str = DIAGNOSTICS_PR_CONSTRUCTION) -> dict:
     """One checkpoint measured on the run's test split (the diagnostics' evaluation batch).
 
     Returns ``epoch``; ``test_acc`` recomputed from the weights and ``logged_test_acc`` (the

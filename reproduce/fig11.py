@@ -34,8 +34,16 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_relaxation
 from grok_lightning.stats import P_RELAX_LEVELS, adamw_bound_table, fit_exponential_relaxation
-from grok_lightning.stats.relaxation import (PAPER_FIT_EPOCHS, PAPER_LR, PAPER_OMEGA0_CAP, PAPER_OMEGA_100,
-                                             PAPER_OMEGA_INF, PAPER_T_MAX, fit_relaxation_paper, kappa_two_point)
+from grok_lightning.stats.relaxation import (
+    PAPER_FIT_EPOCHS,
+    PAPER_LR,
+    PAPER_OMEGA0_CAP,
+    PAPER_OMEGA_100,
+    PAPER_OMEGA_INF,
+    PAPER_T_MAX,
+    fit_relaxation_paper,
+    kappa_two_point,
+)
 from reproduce.common import SWEEPS, describe, median_ci, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 

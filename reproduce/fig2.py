@@ -30,7 +30,6 @@ def main(argv=None) -> Path:
     seeds = sorted(r["config"]["seed"] for r in usable)
     per_seed = {str(r["config"]["seed"]): phase_summary(r["history"], r["grok_epoch"]).to_dict() for r in usable}
     horizon = max(r["config"]["max_epochs"] for r in usable)
-    stop = records[0]["config"].get("grok", {}) if records else {}
     details = (f"lambda = {usable[0]['config']['wd']}, seeds {seeds} (n = {len(usable)}), horizon {horizon} epochs"
                f"{', stop 100 epochs after grokking' if args.profile == 'smoke' else ''}\n{describe(usable[0])}")
     differs = {"paper": None,

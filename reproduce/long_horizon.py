@@ -10,9 +10,9 @@ are rebuilt into the model and measured on the run's test split (reproduce/check
 into ``<out>/long_horizon/``: fig3_five_stage.png, fig6_pr_norm.png, fig7_esd_alpha.png,
 checkpoints.csv (one row per run and checkpoint), retention.csv, summary.json, rows.json, NOTES.md.
 ``--only`` (repeatable) runs some parts and merges their rows into the existing rows.json.
-``--pr-construction`` names the head covariance behind PR_norm (default ``examples``, the one nearest
-the paper's Table 3; docs/decisions.md "PR_norm"); the ``per_example`` ones have no spectrum per layer,
-hence no Table 3, and are not offered here.
+``--pr-construction`` names the head covariance behind PR_norm (default ``output_examples``, the one
+nearest the paper's Table 3; docs/decisions.md "PR_norm"); the ``per_example`` ones have no spectrum per
+layer, hence no Table 3, and are not offered here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS
+from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import write_json_atomic
@@ -71,7 +71,7 @@ def pick_lead(records: list[dict]) -> tuple[dict, list[dict]]:
 
 
 def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict,
-                        pr_construction: str = DEFAULT_PR_CONSTRUCTION) -> tuple[list[dict], list[dict], dict]:
+                        pr_construction: str = DIAGNOSTICS_PR_CONSTRUCTION) -> tuple[list[dict], list[dict], dict]:
     """Every saved checkpoint of every run, measured: ``(series for the plots, CSV rows, tables)``;
     ``tables[run_id]`` is that run's ``pr_norm_checkpoint_table`` under ``pr_construction``."""
     series, csv_rows, tables = [], [], {}
@@ -242,7 +242,7 @@ def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
 def main(argv=None) -> Path:
     only = argparse.ArgumentParser(add_help=False)
     only.add_argument("--only", choices=PARTS, action="append", default=None, help="run just this part (repeatable)")
-    only.add_argument("--pr-construction", choices=TABLE3_CONSTRUCTIONS, default=DEFAULT_PR_CONSTRUCTION,
+    only.add_argument("--pr-construction", choices=TABLE3_CONSTRUCTIONS, default=DIAGNOSTICS_PR_CONSTRUCTION,
                       help="head covariance behind PR_norm (Fig. 6, Table 3)")
     known, rest = only.parse_known_args(argv)
     args = parse_args(__doc__, rest)

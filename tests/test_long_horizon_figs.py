@@ -19,6 +19,7 @@ import yaml
 from conftest import REPO
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.metrics.functional import head_participation_ratio
+from grok_lightning.metrics.head_outputs import head_output_participation
 from grok_lightning.plots.long_horizon import figure_five_stage
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
 from grok_lightning.sweep.grid import load_sweep
@@ -79,11 +80,15 @@ def test_checkpoint_files_and_analysis_match_a_direct_computation(tmp_path):
     tokens, labels = eval_split(record)
     with torch.no_grad():
         logits, layers = model.eval()(tokens, return_attention=True)
-    result = analyse_checkpoint(record, files[20], batch_size=100)  # chunked forward, concatenated
+    result = analyse_checkpoint(record, files[20], batch_size=100, pr_construction="examples")  # chunked forward
     assert result["epoch"] == 20 and result["logged_test_acc"] is None
     assert result["test_acc"] == pytest.approx(float((logits.argmax(-1) == labels).float().mean()))
     assert torch.allclose(result["eigenvalues"], head_covariance_eigenvalues(layers), atol=1e-10)
     assert result["esd_alpha"] == pytest.approx(model_esd_alpha(payload["state_dict"]).alpha)
+    default = analyse_checkpoint(record, files[20], batch_size=100)  # head outputs: output_examples
+    direct = head_output_participation(model, tokens, "output_examples")["pr_norm"]
+    assert default["pr_construction"] == "output_examples"
+    assert torch.allclose(default["pr_norm_layers"], direct, atol=1e-10)
     first = analyse_checkpoint(record, files[10])
     assert first["logged_test_acc"] == pytest.approx(first["test_acc"])  # rebuilt model = the logged one
 
@@ -105,7 +110,11 @@ def test_checkpoint_analysis_series_and_c1_table(tmp_path):
     model.load_state_dict(torch.load(checkpoint_files(lead, tmp_path)[20], weights_only=True)["state_dict"])
     with torch.no_grad():
         _, layers = model.eval()(eval_split(lead)[0], return_attention=True)
-    assert row["pr_norm_mean_layers"] == pytest.approx(float(head_participation_ratio(layers)), abs=1e-9)
+    direct = head_output_participation(model.eval(), eval_split(lead)[0], "output_examples")["pr_norm"]
+    assert row["pr_norm_mean_layers"] == pytest.approx(float(direct.mean()), abs=1e-9)
+    assert row["pr_construction"] == "output_examples"
+    examples = long_horizon.checkpoint_analysis([lead], tmp_path, lead, "examples")[1][1]
+    assert examples["pr_norm_mean_layers"] == pytest.approx(float(head_participation_ratio(layers)), abs=1e-9)
     assert row["run"].startswith("wd1.0_seed42_") and row["paper_phase"] is None
 
 

@@ -21,6 +21,7 @@ from grok_lightning.metrics.functional import (
 from grok_lightning.metrics.participation import (
     CENTRINGS,
     DEFAULT_PR_CONSTRUCTION,
+    DIAGNOSTICS_PR_CONSTRUCTION,
     PR_CONSTRUCTIONS,
     head_participation,
     parse_pr_construction,
@@ -179,7 +180,7 @@ def test_the_callback_option_reaches_the_record(tiny):
     config = {**tiny(max_epochs=2, n_layers=2), "diagnostics": {"image_every": 0}}
     config["trainer"]["logger"]["init_args"]["version"] = "v1"
     default = run_config(config)
-    assert default["pr_construction"] == DEFAULT_PR_CONSTRUCTION
+    assert default["pr_construction"] == DIAGNOSTICS_PR_CONSTRUCTION == "output_examples"  # nearest Table 3
     assert record["history"]["pr_norm"][-1] != pytest.approx(default["history"]["pr_norm"][-1])
 
 

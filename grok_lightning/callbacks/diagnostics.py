@@ -28,7 +28,7 @@ from grok_lightning.config import require_choice
 from grok_lightning.metrics import AttentionStatistics
 from grok_lightning.metrics.functional import _cosine_from_gram
 from grok_lightning.metrics.head_outputs import head_output_participation
-from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
+from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
 
 __all__ = ["AttentionDiagnostics"]
 
@@ -41,13 +41,14 @@ class AttentionDiagnostics(Callback):
         per_layer: also log and record ``layer_<k>/<name>`` values.
         image_every: log the head-cosine matrices every this many evaluations, and at t_grok
             and the last evaluated epoch (0 disables all images).
-        pr_construction: the head covariance behind ``pr_norm`` (default ``examples``; any of
-            :mod:`grok_lightning.metrics.participation`; an ``output_`` one costs a second
-            forward pass over the test split, for the head outputs); the record says which one.
+        pr_construction: the head covariance behind ``pr_norm``: any of
+            :mod:`grok_lightning.metrics.participation`; default ``output_examples``, the one
+            nearest the paper's Table 3, whose head outputs cost a second forward pass over the
+            test split (``examples`` needs the attention alone); the record says which one.
     """
 
     def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10,
-                 pr_construction: str = DEFAULT_PR_CONSTRUCTION):
+                 pr_construction: str = DIAGNOSTICS_PR_CONSTRUCTION):
         require_choice("diagnostics.pr_construction", pr_construction, PR_CONSTRUCTIONS)
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
         self.pr_construction = pr_construction

@@ -40,8 +40,8 @@ from torchmetrics import Metric, MetricCollection
 from grok_lightning.metrics.functional import (
     EPS,
     STAT_KEYS,
-    AttentionState,
     Attentions,
+    AttentionState,
     _attention_state_update,
     _attention_statistics_compute,
     check_attention_construction,

@@ -44,7 +44,6 @@ from torch import Tensor
 
 from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
-    NORMALIZATIONS,
     PRState,
     _pr_compute,
     _pr_state_update,

@@ -4,7 +4,8 @@ The paper (arXiv 2605.20441, section 4.5, Eq. 3) defines PR_norm from the eigenv
 of each layer's "head-pattern covariance", ``R = (sum a)^2 / sum a^2``, ``PR_norm = (R - 1)/(H - 1)``
 averaged over layers, without saying which vectors form the covariance or how they are centred.
 This module implements the candidate readings, selectable by name; docs/decisions.md ("PR_norm")
-compares them with the paper's Table 3 and says which one is the default.
+compares them with the paper's Table 3. The nearest, ``output_examples``, is the default of the run
+diagnostics and the checkpoint analysis; where only attention probabilities exist, ``examples``.
 
 Input: ``features``, a list over layers of per-head tensors ``(B, H, *coords)`` or one stacked
 ``(L, B, H, *coords)`` tensor (a single 4-D tensor is one layer). For attention probabilities
@@ -48,7 +49,7 @@ from typing import NamedTuple, Sequence, Union
 import torch
 from torch import Tensor
 
-__all__ = ["CENTRINGS", "DEFAULT_PR_CONSTRUCTION", "PR_CONSTRUCTIONS", "PRState", "head_participation",
+__all__ = ["CENTRINGS", "DEFAULT_PR_CONSTRUCTION", "DIAGNOSTICS_PR_CONSTRUCTION", "PR_CONSTRUCTIONS", "PRState", "head_participation",
            "normalize_participation_ratio", "parse_pr_construction", "participation_ratio", "pr_covariance",
            "pr_covariance_eigenvalues"]
 
@@ -56,7 +57,11 @@ Features = Union[Tensor, Sequence[Tensor]]
 
 CENTRINGS = ("examples", "heads", "coordinates", "uncentred", "per_example")
 PR_CONSTRUCTIONS = CENTRINGS + tuple(f"output_{c}" for c in CENTRINGS)
-#: nearest the paper's Table 3 on the canonical seed-42 run (docs/decisions.md, "PR_norm")
+#: nearest the paper's Table 3 on the canonical seed-42 run (docs/decisions.md, "PR_norm"): the
+#: default of the run diagnostics (AttentionDiagnostics) and of the checkpoint analysis (Fig. 6)
+DIAGNOSTICS_PR_CONSTRUCTION = "output_examples"
+#: the nearest among the attention-pattern constructions: the default wherever only attention
+#: probabilities are at hand (the attention metrics, diagnostics of arbitrary models)
 DEFAULT_PR_CONSTRUCTION = "examples"
 NORMALIZATIONS = ("affine", "ratio", "none")
 
