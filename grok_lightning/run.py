@@ -42,7 +42,7 @@ class RunSettings:
         record_path: where the record goes (default: ``<log_dir>/record.json``).
         name: a readable run name for the record (sweeps set it).
         run_id: a stable id (sweeps derive it from the resolved config).
-        flush_denormal: ``torch.set_flush_denormal(True)``: measured faster on CPU (README).
+        flush_denormal: ``torch.set_flush_denormal(True)``: measured faster on CPU (docs/performance.md).
         threads: torch intra-op threads (``None`` keeps torch's default).
         diagnostics: attach :class:`AttentionDiagnostics` (``--diagnostics.*`` configures it).
         matmul_precision: ``torch.set_float32_matmul_precision``: ``highest`` (true FP32, the
