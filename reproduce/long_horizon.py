@@ -29,7 +29,7 @@ import numpy as np
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
-from grok_lightning.records import write_json_atomic
+from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
 from reproduce.checkpoints import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
 from reproduce.common import REPO, SWEEPS, describe, median_ci, parse_args, sweep_records, sweep_summary
@@ -139,8 +139,7 @@ def _clean(x):
 
 def _peak(record: dict) -> tuple[float | None, int | None]:
     """Raw sigma_H peak after epoch 100 (the paper's amplitude convention) and its epoch."""
-    h = record["history"]
-    pairs = [(v, e) for e, v in zip(h["epoch"], h.get("entropy_std", [])) if v is not None and e > 100]
+    pairs = [(v, e) for e, v in rows(record, "entropy_std") if v is not None and e > 100]
     return max(pairs) if pairs else (None, None)
 
 
