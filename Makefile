@@ -80,7 +80,7 @@ reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba 
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-# long horizon (issue #10): one sweep (configs/sweeps/long_horizon.yaml) shared by the three figures, analysed
+# long horizon: one sweep (configs/sweeps/long_horizon.yaml) shared by the three figures, analysed
 # post hoc; Fig. 6 also writes Table 3 (C1 identity). E8 retention: `--only e8`, or all parts without --only (reproduce-all)
 reproduce-fig3: install ## Fig. 3 five-stage long-horizon trajectory (PROFILE=smoke|paper)
 	$(PY) -m reproduce.long_horizon --only fig3 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
@@ -119,7 +119,7 @@ lean: ## build the Lean 4 proofs when `lake` is installed (not part of CI)
 	@if command -v lake >/dev/null 2>&1; then cd lean && lake exe cache get && lake build; \
 	else echo "lean: skipped: 'lake' not found (install elan from GitHub; this repository's CI does not build Lean)"; fi
 
-benchmarks: install ## performance benchmarks (minutes; numbers go into README)
+benchmarks: install ## performance benchmarks (minutes; numbers go into docs/performance.md)
 	$(PY) benchmarks/lightning_overhead.py
 	$(PY) benchmarks/diagnostics_overhead.py
 	$(PY) benchmarks/arch_step_time.py

@@ -23,7 +23,13 @@ from pathlib import Path
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from grok_lightning.callbacks.intervention_source import MATRIX_SETS, NORMS, InterventionSource, chosen_matrices, matrix_norm
+from grok_lightning.callbacks.intervention_source import (
+    MATRIX_SETS,
+    NORMS,
+    InterventionSource,
+    chosen_matrices,
+    matrix_norm,
+)
 from grok_lightning.callbacks.optimizer_state import OPTIMIZER_STATE_MODES, FreshAdamSlices
 from grok_lightning.config import ConfigError, require
 from grok_lightning.records import load_record

@@ -86,7 +86,6 @@ def repulsion_statistics(features: Tensor, eta: float, n_pairs: int = 200) -> di
     centred = features.detach() - features.detach().mean(dim=0, keepdim=True)
     j, l, cos = top_cosine_pairs(centred, n_pairs)
     f64 = centred.to(torch.float64)
-    n = f64.shape[0]
     a = f64 @ f64.T
     a.diagonal().add_(eta)
     chol = torch.linalg.cholesky(a)

@@ -16,7 +16,6 @@ import math
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 __all__ = ["ATTENTION_SCALES", "DecoderTransformer", "INITS", "NORM_POSITIONS", "SCALES"]
 
