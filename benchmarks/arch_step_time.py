@@ -1,6 +1,6 @@
 """Seconds per training epoch of each cross-architecture probe vs the canonical transformer.
 
-The cross-architecture sweep (DECISIONS A) runs 10,000 epochs per run; this says what that
+The cross-architecture sweep (docs/decisions.md) runs 10,000 epochs per run; this says what that
 costs on this machine before anyone launches it. Same setup for every architecture: the
 canonical config (p = 97, add, train fraction 0.5, batch 512, AdamW lr 1e-3, lambda 1.0), paper
 sizes (transformer 818,785 parameters, MLP 981,632, LSTM 7,680,640, Mamba 957,952 at expand 4

@@ -5,7 +5,7 @@
 Runs the same fixed grid twice through the real launcher (``run_sweep``, worker processes,
 records, checkpoints): once as one worker with all cores' threads (``1 x N``) and once in the
 default layout (``N workers x 1 thread``), then prints a table and the ratio (goal >= 1.5x on
-2 cores). The grid is the smoke model of DECISIONS C (2 layers x 4 heads, d 64, d_ff 256,
+2 cores). The grid is the smoke-sized model (2 layers x 4 heads, d 64, d_ff 256,
 p = 97, batch 512, evaluation every 10 epochs, attention diagnostics on) for a few dozen
 epochs, so each run takes seconds and the whole benchmark a few minutes. Wall time includes
 worker start-up (importing torch/Lightning once per worker), which is part of what a sweep costs.

@@ -1,4 +1,4 @@
-"""DECISIONS A: choose the AdamW betas default by measurement.
+"""Choose the AdamW betas default by measurement.
 
 Runs the canonical model at lambda = 1.0 with betas (0.9, 0.999) (PyTorch default) and
 (0.9, 0.98) (grokking convention) over the same seeds, stopping at grokking, and prints the

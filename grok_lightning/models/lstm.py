@@ -1,4 +1,4 @@
-"""LSTM probe for the cross-architecture comparison (DECISIONS A, "Cross-architecture").
+"""LSTM probe for the cross-architecture comparison (docs/decisions.md, "Cross-architecture probes").
 
 The paper: embedding 128, 4-layer LSTM with hidden 512, bias-free head 512 -> 97, 7,680,640
 parameters. The LSTM and head are fixed by that description (``nn.LSTM`` keeps both bias vectors,

@@ -1,4 +1,4 @@
-"""Mamba probe for the cross-architecture comparison (DECISIONS A, "Cross-architecture").
+"""Mamba probe for the cross-architecture comparison (docs/decisions.md, "Cross-architecture probes").
 
 Layout (``mamba_ssm``'s ``MixerModel`` with a classification head): operand embedding -> 4
 pre-norm residual blocks ``x + mixer(LayerNorm(x))`` -> final LayerNorm at the last position ->

@@ -1,4 +1,4 @@
-"""MLP probe for the cross-architecture comparison (DECISIONS A, "Cross-architecture").
+"""MLP probe for the cross-architecture comparison (docs/decisions.md, "Cross-architecture probes").
 
 Input scheme: the ``=`` token is the same in every example, so it carries no information; the
 probe embeds only the operands ``a`` and ``b`` with one shared ``p``-row embedding (the

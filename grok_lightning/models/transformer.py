@@ -1,6 +1,6 @@
 """Decoder-only pre-LayerNorm transformer for ``[a, b, =]`` sequences (no Lightning import).
 
-Choices (DECISIONS A, "Model"): causal mask, learned positional embedding, untied input
+Choices (docs/decisions.md, "Model"): causal mask, learned positional embedding, untied input
 embedding and output head, biases everywhere, dropout 0, GELU MLP. With vocab 98, p = 97 this
 gives exactly 818,785 parameters at 4L x 8H x d128 x d_ff 512 (the paper's 0.82M), 19.02M at
 6 x 8 x 512 (d_ff 2048) and 85.21M at 12 x 12 x 768 (d_ff 3072).

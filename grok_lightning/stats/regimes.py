@@ -6,7 +6,7 @@ A run is in one of four regimes at its horizon:
 * ``collapse``: it did not grok and its heads became identical, read from the attention
   diagnostics at the last evaluation: ``s_bar >= s_bar_min`` and ``sigma_H <= sigma_h_max``.
   The paper gives no number for "collapse" (s_bar = 1.000 at lambda = 10); the defaults
-  (0.9995, 1e-3) are the ones DECISIONS A fixes, and both are arguments;
+  (0.9995, 1e-3) are the ones the design notes fix, and both are arguments;
 * ``no-grok``: neither (memorisation, or not yet generalised at the horizon);
 * ``diverged``: the loss became NaN/Inf (kept, never dropped; it counts as not grokked).
 

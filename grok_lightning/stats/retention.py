@@ -12,8 +12,8 @@ rule, so this module fixes one (docs/long_horizon.md):
   late total collapse; neither is anti-grokking); test accuracy in [drop_below, grok_threshold)
   points nowhere;
 * a state changes only after ``persistence`` (3) consecutive evaluations pointing to it, because
-  slingshot spikes are real in this setup and recover at the next evaluation (DECISIONS
-  "Slingshot spikes"); the episode is dated by the window's *first* epoch, and
+  slingshot spikes are real in this setup and recover at the next evaluation (docs/decisions.md,
+  "Epochs, evaluation and the record"); the episode is dated by the window's *first* epoch, and
   ``anti_grok_epoch`` is that of the first anti-grokked episode;
 * a confirmed drop is undone only by ``persistence`` consecutive evaluations back at
   ``grok_threshold`` (the run re-grokked); every episode stays in ``retention_episodes``.
