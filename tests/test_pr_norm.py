@@ -89,9 +89,9 @@ def test_chunks_and_ranks_add_up_to_the_one_shot_value(centring):
 
 
 def test_default_is_high_on_a_freshly_initialised_canonical_model():
-    """Table 3 starts at 0.864 (epoch 100, still before grokking). The first construction here
-    (each head's vector centred over its own coordinates) gives ~0.02 on a fresh canonical model,
-    because every head shares the causal rows; the default gives ~0.9."""
+    """Table 3 starts at 0.864 (epoch 100, still before grokking). Centring each head's vector over
+    its own coordinates gives ~0.02 on a fresh canonical model, because every head shares the causal
+    rows; the attention default (centred over examples) gives ~0.9."""
     torch.manual_seed(0)
     model = DecoderTransformer(98, 97).eval()
     tokens = torch.cartesian_prod(torch.arange(97), torch.arange(97))[::4]

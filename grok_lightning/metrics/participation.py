@@ -28,8 +28,8 @@ Constructions (covariance ``Cov``, H x H per layer):
 * ``heads``: deviations from the mean head pattern (centred across heads, per coordinate):
   ``Cov = P gram P / N`` with ``P = I - 11^T/H``. ``P`` has the null vector ``1``, so one
   eigenvalue is 0 and ``PR_norm <= (H - 2)/(H - 1)``.
-* ``coordinates``: each head's flattened vector centred over its own ``N`` coordinates (what
-  this package used first): ``Cov = gram / N - mu mu^T``, ``mu_h = sum_c coord_sum[h, c] / N``. For
+* ``coordinates``: each head's flattened vector centred over its own ``N`` coordinates:
+  ``Cov = gram / N - mu mu^T``, ``mu_h = sum_c coord_sum[h, c] / N``. For
   attention every head's mean is exactly ``1/T_k`` (rows sum to 1), so this only removes a
   constant and the covariance is dominated by the pattern all heads share.
 * ``uncentred``: the Gram itself, ``Cov = gram / N``.
