@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from grok_lightning.metrics.head_outputs import head_output_hooks
+from grok_lightning.metrics.head_outputs import head_output_pr_update, projection_input_hooks
 from grok_lightning.metrics.participation import (
     DIAGNOSTICS_PR_CONSTRUCTION,
     PRState,
@@ -98,16 +98,17 @@ def head_pr_states(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.T
     ``source`` ``pattern``: the layers' attention probabilities; ``output``: the heads' residual
     writes (module docstring). The states are sum-reduced, so chunking gives the one-shot value.
     """
-    outputs: list[torch.Tensor] = []
-    hooks = head_output_hooks(model, outputs) if "output" in sources else []
+    captured: list = []
+    hooks = projection_input_hooks(model, captured) if "output" in sources else []
     correct, states = 0, {}
     try:
         for start in range(0, len(labels), batch_size):
-            outputs.clear()
+            captured.clear()
             logits, layers = model(tokens[start:start + batch_size], return_attention=True)
             correct += int((logits.argmax(-1) == labels[start:start + batch_size]).sum())
             for source in sources:
-                new = _pr_state_update(layers if source == "pattern" else outputs, per_example)
+                new = (_pr_state_update(layers, per_example) if source == "pattern"
+                       else head_output_pr_update(captured, per_example))
                 old = states.get(source)
                 states[source] = new if old is None else PRState(*(a + b for a, b in zip(old, new)))
     finally:

@@ -23,6 +23,7 @@ from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
     DIAGNOSTICS_PR_CONSTRUCTION,
     PR_CONSTRUCTIONS,
+    _pr_state_update,
     head_participation,
     parse_pr_construction,
 )
@@ -153,17 +154,21 @@ def test_head_outputs_sum_to_the_attention_block_output():
     tokens = torch.randint(0, 23, (30, 3))
     captured = []
     handles = [b.attn.register_forward_hook(lambda m, i, o: captured.append(o[0])) for b in model.blocks]
-    from grok_lightning.metrics.head_outputs import head_output_hooks
+    from grok_lightning.metrics.head_outputs import head_output_pr_update, head_outputs, projection_input_hooks
 
-    outputs: list[torch.Tensor] = []
-    handles += head_output_hooks(model, outputs)
+    inputs: list = []
+    handles += projection_input_hooks(model, inputs)
     with torch.no_grad():
         model(tokens)
     for h in handles:
         h.remove()
+    outputs = head_outputs(inputs)
     for block, per_head, total in zip(model.blocks, outputs, captured):
         assert per_head.shape == (30, 4, 3, 16)
-        torch.testing.assert_close(per_head.sum(1) + block.attn.out.bias, total, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(per_head.sum(1).float() + block.attn.out.bias, total, atol=1e-5, rtol=1e-5)
+    # the Gram path (no outputs formed) gives the statistics of the formed outputs
+    for fast, formed in zip(head_output_pr_update(inputs), _pr_state_update(outputs)):
+        torch.testing.assert_close(fast, formed, rtol=1e-10, atol=1e-12)
     labels = torch.zeros(30, dtype=torch.long)
     _, chunked = head_pr_states(model, tokens, labels, ("pattern", "output"), per_example=True, batch_size=7)
     _, whole = head_pr_states(model, tokens, labels, ("pattern", "output"), per_example=True, batch_size=30)

@@ -1,12 +1,18 @@
 """Head outputs for the ``output_`` PR_norm constructions: each head's write into the residual stream.
 
 For an attention block with ``n_heads`` heads of width ``d_head`` and output projection ``out``
-(``W_O``, ``d_model x d_model``), head ``h``'s output at a position is ``y_h W_O[:, h]^T``, with
-``y_h`` its ``A_h V_h`` slice of the projection's input (the output bias is shared, so left out):
-one ``(B, H, T, d_model)`` tensor per block. These vectors live in one space for all heads, which
-the raw ``A_h V_h`` (each head in its own basis) do not, so a covariance across heads means
-something. They are read with a forward pre-hook on ``out``; any block with the attributes
+(``W_O``, ``d_model x d_model``), head ``h``'s output at a position is ``o_h = y_h W_h^T`` with
+``y_h`` its ``A_h V_h`` slice of the projection's input and ``W_h = W_O[:, h]`` (the output bias is
+shared, so left out). These vectors live in one space for all heads, which the raw ``A_h V_h``
+(each head in its own basis) do not, so a covariance across heads means something. The
+projection's input ``y`` is read with a forward pre-hook on ``out``; any block with the attributes
 ``n_heads``, ``d_head`` and ``out`` (this package's attention) is found.
+
+The PR statistics (:class:`~grok_lightning.metrics.participation.PRState`, coordinates ``c = (t, d)``)
+come from ``y`` without forming the ``(B, H, T, d_model)`` outputs:
+``gram[h, g] = sum_{a, e} S[h, g, a, e] M[h, g, a, e]`` with ``S = sum_{b, t} y_h^T y_g`` (one
+``D x D`` product) and ``M = W_h^T W_g``, and ``coord_sum[h, t] = (sum_b y_h[b, t]) W_h^T``, all in
+float64. Only ``per_example`` (one covariance per example) forms the outputs, chunk by chunk.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from torch import Tensor, nn
 
 from grok_lightning.metrics.participation import PRState, _pr_compute, _pr_state_update, parse_pr_construction
 
-__all__ = ["attention_blocks", "head_output_hooks", "head_output_participation", "head_output_state"]
+__all__ = ["attention_blocks", "head_output_participation", "head_output_pr_update", "head_output_state",
+           "head_outputs", "projection_input_hooks"]
 
 
 def attention_blocks(model: nn.Module) -> List[nn.Module]:
@@ -29,31 +36,58 @@ def attention_blocks(model: nn.Module) -> List[nn.Module]:
     return blocks
 
 
-def head_output_hooks(model: nn.Module, sink: list) -> list:
-    """Register pre-hooks that append each block's ``(B, H, T, d_model)`` head outputs to ``sink``;
-    returns the handles (remove them when done)."""
-    def hook(attn):
-        def capture(projection, inputs):
-            y = inputs[0]  # (B, T, D): the heads' A_h V_h side by side
-            w = projection.weight.view(projection.weight.shape[0], attn.n_heads, attn.d_head)  # (D, H, d_head)
-            sink.append(torch.einsum("bthe,dhe->bhtd", y.view(*y.shape[:2], attn.n_heads, attn.d_head), w))
-        return capture
-    return [attn.out.register_forward_pre_hook(hook(attn)) for attn in attention_blocks(model)]
+def projection_input_hooks(model: nn.Module, sink: list) -> list:
+    """Register pre-hooks that append ``(y, block)`` per attention block to ``sink`` (``y`` the output
+    projection's ``(B, T, D)`` input); returns the handles (remove them when done)."""
+    def capture(attn):
+        return lambda projection, inputs: sink.append((inputs[0].detach(), attn))
+    return [attn.out.register_forward_pre_hook(capture(attn)) for attn in attention_blocks(model)]
+
+
+def _split(y: Tensor, attn: nn.Module) -> tuple[Tensor, Tensor]:
+    """``(y as (B, T, H, d_head), W_O as (D, H, d_head))``, float64."""
+    w = attn.out.weight.detach().to(torch.float64)
+    return (y.to(torch.float64).view(*y.shape[:2], attn.n_heads, attn.d_head),
+            w.view(w.shape[0], attn.n_heads, attn.d_head))
+
+
+def head_outputs(captured: list) -> List[Tensor]:
+    """The ``(B, H, T, D)`` head outputs (float64) of each captured block."""
+    return [torch.einsum("btha,dha->bhtd", *_split(y, attn)) for y, attn in captured]
+
+
+def head_output_pr_update(captured: list, per_example: bool = False) -> PRState:
+    """PR statistics of the captured blocks' head outputs (module docstring)."""
+    if per_example:
+        return _pr_state_update(head_outputs(captured), per_example=True)
+    grams, sums = [], []
+    for y, attn in captured:
+        yh, w = _split(y, attn)
+        batch, t, h, a = yh.shape
+        flat = yh.reshape(batch * t, h * a)
+        s = (flat.T @ flat).view(h, a, h, a).permute(0, 2, 1, 3)  # (H, H, d_head, d_head)
+        grams.append((s * torch.einsum("dha,dgb->hgab", w, w)).sum((-1, -2)))
+        sums.append(torch.einsum("tha,dha->htd", yh.sum(0), w).reshape(h, -1))
+    batch = captured[0][0].shape[0]
+    f64 = dict(dtype=torch.float64, device=grams[0].device)
+    return PRState(gram=torch.stack(grams), coord_sum=torch.stack(sums),
+                   coord_count=torch.full((sums[0].shape[-1],), float(batch), **f64),
+                   example_r_sum=torch.zeros(len(grams), **f64), n_examples=torch.tensor(float(batch), **f64))
 
 
 @torch.no_grad()
 def head_output_state(model: nn.Module, tokens: Tensor, per_example: bool = False, batch_size: int = 1024) -> PRState:
     """Sum-reduced PR statistics of the head outputs on ``tokens``, in chunks of ``batch_size``."""
-    outputs: list = []
-    handles = head_output_hooks(model, outputs)
+    captured: list = []
+    handles = projection_input_hooks(model, captured)
     was_training = model.training
     model.eval()
     state = None
     try:
         for start in range(0, len(tokens), batch_size):
-            outputs.clear()
+            captured.clear()
             model(tokens[start:start + batch_size])
-            new = _pr_state_update(outputs, per_example)
+            new = head_output_pr_update(captured, per_example)
             state = new if state is None else PRState(*(a + b for a, b in zip(state, new)))
     finally:
         for handle in handles:
