@@ -32,7 +32,7 @@ DEVICE ?= cuda
 GPU_CHECK_OUT ?= gpu_check.json
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast gpu-check reproduce-all reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install test test-fast gpu-check reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -109,8 +109,14 @@ LOCKIN_PART_fig4 := eta
 reproduce-lockin-fig%: install ## one lock-in figure: fig1 main, fig2 window, fig3 x^2 vs ReLU, fig4 eta (PROFILE=smoke|paper)
 	$(PY) -m reproduce.lockin --only $(LOCKIN_PART_fig$*) --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|paper)
+reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+# the medium records ship in results/medium; `make report PROFILE=medium` reads them there
+REPORT_OUT = $(if $(filter medium,$(PROFILE)),results/medium,$(OUT))
+report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT; trains nothing
+	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train
+	$(PY) -m reproduce.readme_results --medium results/medium --smoke $(OUT)
 
 tensorboard: install ## TensorBoard on runs/ and reproduction/
 	$(VENV)/bin/tensorboard --logdir_spec runs:runs,reproduction:$(OUT) --bind_all

@@ -51,6 +51,8 @@ def main(argv=None) -> None:
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--steps", type=int, default=50)
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(True)  # as every run does (run.flush_denormal): weight decay makes subnormals
     torch.manual_seed(7)
     import yaml
 
