@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,10 @@ import pytest
 from reproduce import common
 
 REPO = Path(__file__).resolve().parents[1]
+# under `make test` the outer make's MAKELEVEL/MAKEFLAGS would make the inner one print
+# "Entering/Leaving directory" lines after the command; run it as a top-level make
+MAKE = ["make", "--no-print-directory"]
+MAKE_ENV = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
 FLAGS = ["--ensemble-size", "64", "--workers", "3", "--devices", "0,2", "--runs-per-device", "2",
          "--launcher", "local"]
 RAY_FLAGS = ["--launcher", "ray", "--address", "head:6379", "--gpus-per-run", "0.5", "--no-train"]
@@ -60,7 +65,7 @@ def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monke
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_every_make_reproduce_target_passes_the_launch_variables():
-    help_text = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    help_text = subprocess.run(MAKE + ["-s", "help"], cwd=REPO, env=MAKE_ENV, capture_output=True, text=True, check=True).stdout
     targets = [t for t in re.findall(r"^\s+(reproduce-\S+)", help_text, re.M) if t != "reproduce-canonical"]
     targets = [t.replace("%", "2") for t in targets]  # reproduce-lockin-fig% -> one of its figures
     assert len(targets) >= 15
@@ -68,12 +73,12 @@ def test_every_make_reproduce_target_passes_the_launch_variables():
                  "ADDRESS=head:6379", "GPUS_PER_RUN=0.5"]
     for target in targets:
         # -o: take the venv as installed, so -n prints only the target's own command
-        out = subprocess.run(["make", "-n", "-o", "install", target] + variables, cwd=REPO, capture_output=True,
+        out = subprocess.run(MAKE + ["-n", "-o", "install", target] + variables, cwd=REPO, env=MAKE_ENV, capture_output=True,
                              text=True, check=True).stdout
         command = out.strip().splitlines()[-1].split()
         assert " ".join(command[command.index("--ensemble-size"):]) == (
             "--ensemble-size 64 --workers 3 --devices 0,2 --runs-per-device 2 --launcher ray --address head:6379 "
             "--gpus-per-run 0.5"), (target, out)
-    plain = subprocess.run(["make", "-n", "-o", "install", "reproduce-fig5"], cwd=REPO, capture_output=True,
+    plain = subprocess.run(MAKE + ["-n", "-o", "install", "reproduce-fig5"], cwd=REPO, env=MAKE_ENV, capture_output=True,
                            text=True, check=True).stdout
     assert plain.split()[-4:] == ["--profile", "smoke", "--out", "reproduction"], "no flags unless asked for"
