@@ -2,9 +2,11 @@
 
     python -m reproduce.all --profile smoke|medium|paper --out reproduction
     python -m reproduce.all --profile medium --out results/medium --no-train   # make report PROFILE=medium
+    python -m reproduce.all --profile medium --out results/medium --targets fig2 long_horizon
 
 Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
-to ``<out>/cpu_time.json``; a ``--no-train`` pass keeps the times of the pass that trained.
+to ``<out>/cpu_time.json``; a ``--no-train`` pass keeps the times of the pass that trained. ``--targets`` runs a subset
+(two passes on disjoint targets may share ``--out``: each merges its own times into the file).
 """
 
 from __future__ import annotations
@@ -42,24 +44,32 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _read_times(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def main(argv=None) -> Path:
-    args = parse_args(__doc__, argv)
+    args = parse_args(__doc__, argv, extra=lambda parser: parser.add_argument(
+        "--targets", nargs="+", default=None, help="run only these targets, in the profile's order"))
     targets = MEDIUM_TARGETS if args.profile == "medium" else TARGETS
+    unknown = sorted(set(args.targets or ()) - set(targets))
+    if unknown:
+        raise SystemExit(f"--targets: {', '.join(unknown)} not in the {args.profile} targets {targets}")
+    targets = [name for name in targets if args.targets is None or name in args.targets]
     forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
     times_path = Path(args.out) / "cpu_time.json"
-    times = json.loads(times_path.read_text()) if times_path.exists() else {}
     for name in targets:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
         importlib.import_module(f"reproduce.{name}").main(forwarded)
         wall, used = time.time() - start, _cpu_seconds() - cpu
         print(f"== {name}: {wall:.0f} s wall, {used:.0f} CPU-s ==", flush=True)
-        if not args.no_train:
-            times[name] = {"wall_s": round(wall), "cpu_s": round(used)}
+        if not args.no_train:  # re-read: another pass on other targets may have written since
+            times = {**_read_times(times_path), name: {"wall_s": round(wall), "cpu_s": round(used)}}
             times_path.parent.mkdir(parents=True, exist_ok=True)
             times_path.write_text(json.dumps(times, indent=1))
     left_out = MEDIUM_LEFT_OUT if args.profile == "medium" else {}
-    report = write_report(Path(args.out), times, args.profile, left_out)
+    report = write_report(Path(args.out), _read_times(times_path), args.profile, left_out)
     print(f"report: {report}")
     return report
 

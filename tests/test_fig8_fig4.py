@@ -36,7 +36,21 @@ def test_derived_sweeps_start_from_the_controls_peak_and_intervene_there(tmp_pat
         ids[group] = sorted(spec.run_id for spec in runs)
     # where the control's checkpoints live does not change what a run is
     moved = fig8.derived_sweep("B", "smoke", peaks, {k: "/elsewhere/peak.ckpt" for k in peaks}, tmp_path / "moved")
-    assert sorted(spec.run_id for spec in load_sweep(moved, profile="smoke").expand()) == ids["B"]
+    moved_runs = load_sweep(moved, profile="smoke").expand()
+    assert sorted(spec.run_id for spec in moved_runs) == ids["B"]
+    # ... nor the run folders, so shipped records are found from any clone
+    assert sorted(spec.name for spec in moved_runs) == sorted(
+        spec.name for spec in load_sweep(tmp_path / "B" / "sweep_file.yaml", profile="smoke").expand())
+    assert not any("somewhere" in spec.name or "startfrom" in spec.name for spec in moved_runs)
+
+
+@pytest.mark.parametrize("profile, latest", [("smoke", 500), ("medium", 700), ("paper", None)])
+def test_every_group_keeps_a_300_epoch_window_after_e(profile, latest):
+    spec = load_sweep(Path(fig8.SWEEPS) / "interventions.yaml", profile=profile).expand()[0]
+    source = spec.config["trainer"]["callbacks"][0]["init_args"]
+    assert source.get("before_epoch") == latest
+    if latest is not None:
+        assert spec.config["trainer"]["max_epochs"] - latest >= 300
 
 
 def _history_record(wd, seed, values: dict, grok=150):

@@ -145,6 +145,17 @@ def test_weight_norm_clip_brings_each_matrix_back_to_its_own_median_norm():
         WeightNormClip(epoch=25).apply(trainer, module)
 
 
+def test_the_source_takes_its_peak_only_inside_its_epoch_range():
+    source = InterventionSource(after_epoch=100, before_epoch=300, save_peak=False, matrices="all")
+    module = SimpleNamespace(model=torch.nn.Linear(2, 2), record_extras={})
+    for epoch, value in [(50, 9.0), (150, 0.2), (250, 0.3), (280, 0.1), (400, 5.0)]:
+        source.on_evaluation_end(None, module, epoch, {"entropy_std": value})
+    assert (source.peak_epoch, source.peak_value) == (250, 0.3)
+    assert source.norm_epochs == [50, 150, 250, 280, 400]  # the norms are still recorded at every evaluation
+    with pytest.raises(ConfigError, match="before_epoch"):
+        InterventionSource(after_epoch=100, before_epoch=100)
+
+
 def test_peak_epoch_comes_from_the_control_record(tmp_path):
     record = new_record({"wd": 1.0, "seed": 0})
     record["history"] = {"epoch": [0, 50, 110, 120, 130], "entropy_std": [0.9, 0.8, 0.05, 0.09, 0.07]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -61,6 +62,21 @@ def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monke
     expected = dict(common.LAUNCH)
     assert len(seen) == len(everything.TARGETS)
     assert all(launch == expected for launch in seen.values()), (seen, expected)
+
+
+def test_reproduce_all_runs_only_the_targets_asked_for_and_merges_their_times(tmp_path, monkeypatch):
+    import reproduce.all as everything
+
+    ran = []
+    monkeypatch.setattr(everything.importlib, "import_module",
+                        lambda module: types.SimpleNamespace(main=lambda argv: ran.append(module)))
+    monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
+    (tmp_path / "cpu_time.json").write_text('{"fig8": {"wall_s": 5, "cpu_s": 9}}')  # another pass's
+    everything.main(["--profile", "medium", "--out", str(tmp_path), "--targets", "fig2", "long_horizon"])
+    assert ran == ["reproduce.long_horizon", "reproduce.fig2"]  # the profile's order
+    assert set(json.loads((tmp_path / "cpu_time.json").read_text())) == {"fig8", "long_horizon", "fig2"}
+    with pytest.raises(SystemExit, match="fig1"):
+        everything.main(["--profile", "medium", "--out", str(tmp_path), "--targets", "fig1"])
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

@@ -2,11 +2,14 @@
 differentiation and each weight matrix's norm trajectory.
 
 Groups B and C start from the control run's checkpoint at the intervention epoch E (the control
-run's epoch of peak sigma_H after ``after_epoch``), so all three are identical up to E and B and
+run's epoch of peak sigma_H in (``after_epoch``, ``before_epoch``]), so all three are identical up to E and B and
 C cost only the epochs after E. E is only known when the control run ends, so
 :class:`InterventionSource` keeps one rolling checkpoint, ``<log_dir>/checkpoints/peak.ckpt``,
-rewritten whenever sigma_H reaches a new maximum after ``after_epoch``: when the run ends it is
-the checkpoint at E (strictly greater, so ties keep the first epoch, as ``argmax`` does).
+rewritten whenever sigma_H reaches a new maximum inside that range: when the run ends it is the
+checkpoint at E (strictly greater, so ties keep the first epoch, as ``argmax`` does).
+``before_epoch`` bounds E so that every group keeps a post-intervention window of
+``max_epochs - before_epoch`` epochs: a shortened horizon would otherwise let a late,
+post-grokking maximum leave B and C almost nothing to be scored on.
 
 It also records, at every evaluation, the norm of each weight matrix group C may clip; C's
 ``reference: trajectory`` clips each matrix to the median of its own norm over the run up to E.
@@ -53,16 +56,19 @@ class InterventionSource(Callback):
 
     Args:
         after_epoch: the peak is taken over epochs > this (the paper skips the first 100).
+        before_epoch: ... and <= this (None: to the end of the run, the paper's reading).
         metric: the history key whose maximum is the peak (sigma_H).
         save_peak: write ``peak.ckpt`` (groups B and C, started from it, turn this off).
         norm, matrices: which norms to record (those group C clips).
     """
 
     def __init__(self, after_epoch: int = 100, metric: str = "entropy_std", save_peak: bool = True,
-                 norm: str = "spectral", matrices: str = "blocks"):
+                 norm: str = "spectral", matrices: str = "blocks", before_epoch: int | None = None):
         require(norm in NORMS, "intervention_source.norm", norm, "spectral or frobenius")
+        require(before_epoch is None or before_epoch > after_epoch, "intervention_source.before_epoch", before_epoch,
+                f"None or an epoch after after_epoch ({after_epoch})")
         require(matrices in MATRIX_SETS, "intervention_source.matrices", matrices, "blocks, attention or all")
-        self.after_epoch, self.metric, self.save_peak = after_epoch, metric, save_peak
+        self.after_epoch, self.before_epoch, self.metric, self.save_peak = after_epoch, before_epoch, metric, save_peak
         self.norm, self.matrices = norm, matrices
         self.peak_value, self.peak_epoch = -math.inf, None
         self.norm_epochs: list[int] = []
@@ -83,7 +89,8 @@ class InterventionSource(Callback):
             for name, weight in chosen_matrices(pl_module.model, self.matrices).items():
                 self.norms.setdefault(name, []).append(matrix_norm(weight, self.norm))
         value = metrics.get(self.metric)
-        if epoch > self.after_epoch and value is not None and math.isfinite(value) and value > self.peak_value:
+        in_range = self.after_epoch < epoch and (self.before_epoch is None or epoch <= self.before_epoch)
+        if in_range and value is not None and math.isfinite(value) and value > self.peak_value:
             self.peak_value, self.peak_epoch = float(value), int(epoch)
             self._save_now = self.save_peak
             extras = getattr(pl_module, "record_extras", None)

@@ -414,7 +414,9 @@ def expand(sweep: Sweep) -> list[RunSpec]:
             axes[key] = value
             set_dotted(config, key, value)
         run_id = run_id_of(config)
-        label = "_".join(f"{_label(k)}{_format_value(v)}" for k, v in axes.items() if not k.endswith("class_path"))
+        # placement keys stay out of the folder name too: a folder must not depend on where the output lives
+        label = "_".join(f"{_label(k)}{_format_value(v)}" for k, v in axes.items()
+                         if not k.endswith("class_path") and k not in PLACEMENT_KEYS)
         name = f"{label[:100]}_{run_id[:8]}" if label else run_id
         if run_id in seen:
             raise ConfigError(f"sweep {sweep.name}: runs {seen[run_id]} and {name} have the same config "

@@ -1,0 +1,58 @@
+"""`make report PROFILE=medium`: every number of results/medium/REPORT.md is recomputed from the
+shipped run records, without training, and follows them when they change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from conftest import REPO
+
+MEDIUM = REPO / "results" / "medium"
+
+
+def _table(report_text: str) -> list[str]:
+    return [line for line in report_text.splitlines() if line.startswith("| ") and "wall s" not in line]
+
+
+def _rows(path) -> dict:
+    return {r["quantity"]: r for r in json.loads(path.read_text())}
+
+
+@pytest.fixture
+def shipped(tmp_path):
+    assert (MEDIUM / "REPORT.md").is_file(), "results/medium/REPORT.md is shipped with the repository"
+    copy = tmp_path / "medium"
+    shutil.copytree(MEDIUM, copy)
+    return copy
+
+
+@pytest.mark.slow
+def test_report_regenerates_from_the_shipped_records_without_training(shipped):
+    from reproduce import all as reproduce_all
+
+    before = set(p for p in shipped.rglob("record.json"))
+    start = time.perf_counter()
+    report = reproduce_all.main(["--profile", "medium", "--out", str(shipped), "--no-train"])
+    assert time.perf_counter() - start < 120
+    assert set(p for p in shipped.rglob("record.json")) == before  # nothing trained, nothing added
+    assert _table(report.read_text()) == _table((MEDIUM / "REPORT.md").read_text())
+
+
+def test_a_changed_record_changes_its_number(shipped):
+    from reproduce import fig2
+
+    fig2.main(["--profile", "medium", "--out", str(shipped), "--no-train"])
+    rows = _rows(shipped / "fig2" / "rows.json")
+    key = next(q for q in rows if q.startswith("t_grok"))
+    assert rows[key]["ours"] == _rows(MEDIUM / "fig2" / "rows.json")[key]["ours"]
+    records = sorted((shipped / "fig2" / "sweep" / "runs").glob("*/record.json"))
+    for path in records:  # every seed grokked 1,000 epochs later: the median follows
+        record = json.loads(path.read_text())
+        record["grok_epoch"] = record["grok_epoch"] + 1000
+        path.write_text(json.dumps(record))
+    fig2.main(["--profile", "medium", "--out", str(shipped), "--no-train"])
+    assert _rows(shipped / "fig2" / "rows.json")[key]["ours"] == rows[key]["ours"] + 1000
