@@ -45,7 +45,7 @@ def main(argv=None) -> Path:
     ax.set_ylabel("accuracy")
     ax.legend(loc="center right")
     ax.set_title("Canonical run: lambda = 1.0, seed 0", fontsize=10)
-    text = caption(args.profile, f"seed 0, horizon {record['config']['max_epochs']}, stop 20 epochs after grokking\n{describe(record)}")
+    text = caption(args.profile, f"seed 0, horizon {record['config']['max_epochs']}, stop 20 epochs after grokking\n{describe(record)}", figure="canonical")
     fig.text(0.01, 0.005, text, fontsize=6.5, va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(out / "canonical_learning_curve.png", dpi=130)

@@ -40,7 +40,7 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     details = (f"{info['text']}\nsizes (parameters) {sizes}; collapse = no grok and s_bar >= {criterion.s_bar_min} "
                f"and sigma_H <= {criterion.sigma_h_max} at the horizon\nsmallest-size runs: {describe(small[0])}")
     differs = None if profile == "paper" else "model sizes and horizon (paper: 0.82M, 19M, 85M x 5,000 epochs)"
-    fig = figure_regime_map(points, wd_c, caption(profile, details, differs))
+    fig = figure_regime_map(points, wd_c, caption(profile, details, differs, figure="fig1"))
     fig.savefig(out / "fig1_regime_map.png", dpi=130)
     at_10 = [r for r in records if r["config"]["wd"] >= 5]
     collapsed = [r for r in at_10 if classify_run(r, criterion) == "collapse"]

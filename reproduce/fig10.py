@@ -96,7 +96,7 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
     info = sweep_summary(records)
     differs = None if profile == "paper" else (
         f"shrunk probes, lambda 0.4-2, 1-2 seeds, {horizon} epochs (paper: paper sizes, 7 lambdas x 10 seeds x 10,000 epochs)")
-    fig = figure_architectures(entries, PAPER_VALUES, caption(profile, f"{info['text']}; {same}", differs))
+    fig = figure_architectures(entries, PAPER_VALUES, caption(profile, f"{info['text']}; {same}", differs, figure="fig10"))
     fig.savefig(out / "fig10_architectures.png", dpi=130)
     write_outputs(out, {"profile": profile, "entries": entries, "horizon": horizon, "cut_to_horizon": cut,
                         "sweep": info}, rows)

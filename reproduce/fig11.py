@@ -109,7 +109,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                              (f"paper's estimator (checkpoints, $\\Omega_0 \\leq$ {PAPER_OMEGA0_CAP:g})",
                               shown["paper"]["fit"], shown["paper"]["kappa"])],
                             [("dense", tables["dense"]), ("paper's estimator", tables["paper"])],
-                            empirical, PAPER_VALUES, caption(profile, details, differs))
+                            empirical, PAPER_VALUES, caption(profile, details, differs, figure="fig11"))
     fig.savefig(out / "fig11_relaxation.png", dpi=130)
     rows = kappa_rows(per_seed, kappa, kappa_ci, profile)
     rows += bound_rows(tables, empirical, t_max, profile, len(per_seed))

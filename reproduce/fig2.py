@@ -35,7 +35,7 @@ def main(argv=None) -> Path:
     differs = {"paper": None,
                "smoke": f"{len(usable)} seeds (paper 50); runs stop after grokking, so Phase 2 (1,000-3,000) is not reached",
                "medium": f"{len(usable)} seeds (paper 50), horizon {horizon} epochs (paper 5,000)"}[args.profile]
-    fig = figure_two_phase(usable, caption(args.profile, details, differs))
+    fig = figure_two_phase(usable, caption(args.profile, details, differs, figure="fig2"))
     fig.savefig(out / "fig2_two_phase.png", dpi=130)
     column = lambda key: [s[key] for s in per_seed.values()]
     rows = []

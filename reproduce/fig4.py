@@ -61,7 +61,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         f">= {per_bin} seeds per bin, null n = {len(null)} (paper: d 128, 4 layers, H 4-64, n = 44 + 15 null)"
         + ("; a pipeline check: 2-vs-2 seeds cannot reach p < 0.05 and 200 epochs end before Phase 2"
            if profile == "smoke" else ""))
-    fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs), unbiased)
+    fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), unbiased)
     fig.savefig(out / "fig4_head_width.png", dpi=130)
     note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" else ""
     rows = [

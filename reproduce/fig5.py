@@ -56,7 +56,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
         f"Fig. 11), {info['seeds_per_wd']} seeds per lambda (paper 10-30)")
     if smoothed is not None:
         details += f"\nseparable outcomes: the paper-method curve shown uses Laplace smoothing {LAPLACE} (status unsmoothed: {paper_fit.status})"
-    fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs))
+    fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"))
     fig.savefig(out / "fig5_critical.png", dpi=130)
     n_fit = paper_fit.n_fit
     note = "" if profile == "paper" else f"smoke horizon {info['horizon']} epochs, smaller model: lambda_c differs by design"

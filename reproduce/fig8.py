@@ -130,7 +130,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     differs = None if profile == "paper" else (
         f"{_shape(groups['A'][0])}, lambda {info['wds']}, {len(info['seeds'])} seeds, {horizon} epochs "
         "(paper: canonical 4L x 8H, lambda 0.015 and 0.05, 10 seeds, 10,000 epochs)")
-    fig = figure_forest([t for t in tests if t["outcome"] == "peak_entropy_std"], PAPER_D, caption(profile, details, differs))
+    fig = figure_forest([t for t in tests if t["outcome"] == "peak_entropy_std"], PAPER_D, caption(profile, details, differs, figure="fig8"))
     fig.savefig(out / "fig8_forest.png", dpi=130)
     rows = []
     for t in tests:

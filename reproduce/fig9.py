@@ -67,7 +67,7 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
     differs = None if profile == "paper" else (
         "one smaller scale, lambda 1 and 2, one seed, 250 epochs: the paper's grid (right) is 0.003-0.07 x 5 seeds "
         "x 10,000 epochs at 0.82M and 19M; compare which tasks grok, not the counts")
-    fig = figure_multitask(counts, totals, wds, rows_order, caption(profile, details, differs), PAPER_GRID)
+    fig = figure_multitask(counts, totals, wds, rows_order, caption(profile, details, differs, figure="fig9"), PAPER_GRID)
     fig.savefig(out / "fig9_multitask.png", dpi=130)
 
     rows, fits = [], {}

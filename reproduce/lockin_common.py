@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from grok_lightning.plots.common import smoke_scope
 from grok_lightning.records import rows
 from grok_lightning.sweep.store import SweepStore
 
@@ -211,7 +212,7 @@ def _differs(profile: str, what: str, **ours) -> str:
 
 def _caption_text(profile: str, runs_text: str, describe: str, differs: str, extra: str = "") -> str:
     text = f"[{profile} profile] {runs_text}\nSetup (from the run configs): {describe}\nDiffers from the paper: {differs}"
-    return text + (f"\n{extra}" if extra else "")
+    return text + (f"\n{extra}" if extra else "") + smoke_scope(profile, "lockin")
 
 
 def add_caption(fig: Figure, text: str, fontsize: float = 6.5) -> Figure:

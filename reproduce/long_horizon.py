@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS
-from grok_lightning.plots.common import caption
+from grok_lightning.plots.common import caption, smoke_scope
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
@@ -161,7 +161,7 @@ def part_fig3(ctx: dict) -> list[dict]:
         details += f"\nthe paper's Fig. 3 bands {', '.join(outside)} lie beyond this {horizon:,}-epoch horizon: not drawn"
     paper_note = (f"paper (seed 42, lambda 1, 20,000 epochs): final test acc {PAPER_FIG3['final_test_acc']}, "
                   f"raw $\\sigma_H$ peak {PAPER_FIG3['sigma_peak']} at ~{PAPER_FIG3['sigma_peak_epoch']:,}")
-    fig = figure_five_stage(lead, ctx["underlay"], FIG3_BANDS, paper_note, caption(profile, details, _differs(ctx)))
+    fig = figure_five_stage(lead, ctx["underlay"], FIG3_BANDS, paper_note, caption(profile, details, _differs(ctx), figure="fig3"))
     fig.savefig(ctx["out"] / "fig3_five_stage.png", dpi=130)
     ctx["summary"]["fig3"] = {
         "final_test_acc": lead.get("final_test_acc"), "sigma_peak": peak, "sigma_peak_epoch": peak_epoch,
@@ -202,7 +202,7 @@ def part_fig6(ctx: dict, series: list[dict], tables: dict, cap: str) -> list[dic
     lead_table = tables[lead["run_id"]]["table"]
     fig = figure_pr_norm(series, lead_table, PAPER_FIG6, ref_rows, PAPER_FIG6_P2_P4, FIG67_BANDS,
                          {"ours": ours_err, "paper": ref_err}, 8,
-                         cap + f"\npaper overlay: Fig. 6 text values and {ref_source}")
+                         cap + smoke_scope(profile, "fig6") + f"\npaper overlay: Fig. 6 text values and {ref_source}")
     fig.savefig(ctx["out"] / "fig6_pr_norm.png", dpi=130)
     final = [s["pr_norm"][-1] for s in series if s["wd"] == lead["config"]["wd"]]
     value, ci = median_ci(final)
@@ -226,7 +226,7 @@ def part_fig6(ctx: dict, series: list[dict], tables: dict, cap: str) -> list[dic
 
 def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
     lead_s, profile = ctx["lead_series"], ctx["profile"]
-    fig = figure_esd_alpha(series, PAPER_FIG7, PAPER_FIG7_PLATEAU, FIG67_BANDS, cap)
+    fig = figure_esd_alpha(series, PAPER_FIG7, PAPER_FIG7_PLATEAU, FIG67_BANDS, cap + smoke_scope(profile, "fig7"))
     fig.savefig(ctx["out"] / "fig7_esd_alpha.png", dpi=130)
     alphas = [a for s in series for a in s["esd_alpha"]]
     ctx["summary"]["fig7"] = {"lead_alpha": dict(zip(lead_s["epoch"], lead_s["esd_alpha"])),
@@ -276,7 +276,7 @@ def main(argv=None) -> Path:
         epochs = sorted({e for s in series for e in s["epoch"]})
         cap = caption(args.profile, f"{info['text']}; checkpoints at epochs {epochs}; PR_norm covariance: "
                       f"{known.pr_construction}\n{describe(lead)}",
-                      _differs(ctx, epochs))
+                      _differs(ctx, epochs), figure=None)  # shared by Fig. 6 and 7: each adds its own scope
         ctx["lead_series"] = next(s for s in series if s["lead"])
         logged = [r for r in csv_rows if r["logged_test_acc"] is not None]
         ctx["summary"]["checkpoints"] = {  # the rebuilt model and split must reproduce the training-time evaluation

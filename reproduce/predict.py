@@ -150,7 +150,7 @@ def analyse(records: list[dict], profile: str, out: Path, epoch: int, slope_wind
     differs = None if profile == "paper" else (
         f"smoke sweeps (smaller model, 250-epoch horizon, features at epoch {epoch}); grokked runs stop 20 epochs "
         f"after grokking, so retention is observable only on the regime-map runs and the runs that never grokked")
-    fig = figure_auc(studies, PAPER_VALUES["rf_auc"], caption(profile, details + "\n" + underpowered, differs))
+    fig = figure_auc(studies, PAPER_VALUES["rf_auc"], caption(profile, details + "\n" + underpowered, differs, figure="predict"))
     fig.savefig(out / "predict_auc.png", dpi=130)
     summary = {"profile": profile, "epoch": epoch, "slope_window": slope_window, "sources": sources,
                "n_runs": len(rows), "skipped": skipped, "studies": studies, "paper": PAPER_VALUES,

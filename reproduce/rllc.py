@@ -168,7 +168,7 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
                     f"minimum: slingshot spikes, hollow markers); r without them: "
                     + (f"{corr_min['r']:.2f} [{corr_min['ci_95'][0]:.2f}, {corr_min['ci_95'][1]:.2f}], n = {corr_min['n']}"
                        if "r" in corr_min else corr_min["undefined"]))
-    fig = figure_rllc(lead_points, corr, PAPER_R, caption(profile, details, differs))
+    fig = figure_rllc(lead_points, corr, PAPER_R, caption(profile, details, differs, figure="rllc"))
     fig.savefig(out / "rllc_sigma_h.png", dpi=130)
     median_ratio = float(np.median(ratio)) if ratio else None
     median_rllc_s = float(np.median([p["rllc_s"] for p in points]))

@@ -144,3 +144,19 @@ def test_reference_data_ships_with_its_licence_note():
     readme = (reference / "README.md").read_text()
     assert "CC-BY-4.0" in readme and "lucky-verma/grokking-diagnostics" in readme
     assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
+
+
+def test_every_smoke_caption_says_what_it_can_show_and_what_needs_a_longer_profile():
+    import re
+
+    from grok_lightning.plots.common import SMOKE_SCOPE, caption
+
+    named = set()
+    for path in sorted((REPO / "reproduce").glob("*.py")):
+        text = path.read_text()
+        calls = len(re.findall(r"\bcaption\(", text)) - len(re.findall(r"def caption\(", text))
+        named |= set(re.findall(r'figure="(\w+)"', text)) | set(re.findall(r'smoke_scope\(\w+, "(\w+)"\)', text))
+        assert calls == len(re.findall(r'figure=("\w+"|None)', text)), f"{path.name}: a caption without figure="
+    assert named == set(SMOKE_SCOPE)
+    assert "needs a longer profile" in caption("smoke", "x", figure="fig2")
+    assert "needs a longer profile" not in caption("medium", "x", figure="fig2")
