@@ -84,6 +84,8 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int 
     if missing and not LAUNCH["train"]:
         print(f"{path.name} ({profile}): {len(missing)} of {len(specs)} runs have no final record in {out / 'sweep'}: "
               f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
+        if not final:  # nothing to analyse: the caller stops, and reproduce.all names it in the report
+            raise SystemExit(f"{path.name} ({profile}): none of its {len(specs)} runs has a final record yet")
     return records
 
 

@@ -67,9 +67,11 @@ PROFILE_NOTES = {
 }
 
 
-def write_report(out: Path, timings: dict, profile: str, left_out: dict | None = None) -> Path:
+def write_report(out: Path, timings: dict, profile: str, left_out: dict | None = None,
+                 not_run: dict | None = None) -> Path:
     """``timings``: per target ``{"wall_s", "cpu_s"}`` (or plain wall seconds); ``left_out``:
-    targets not run in this profile, with the reason."""
+    targets not run in this profile, with the reason; ``not_run``: targets of the profile whose
+    records are missing (a ``--no-train`` pass), with what the target said."""
     out = Path(out)
     lines = [
         "# Reproduction report",
@@ -96,6 +98,12 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
     lines += ["", "## Figures", ""]
     for png in figures:
         lines += [f"### {png.parent.name}: {png.stem}", "", f"![{png.stem}]({png.relative_to(out)})", ""]
+    if not_run:
+        lines += ["## In this profile, but without records yet", "",
+                  "`make reproduce-all` with the same profile and output trains what is missing.", "",
+                  "| target | what is missing |", "|---|---|"]
+        lines += [f"| {name} | {why} |" for name, why in not_run.items()]
+        lines += [""]
     if left_out:
         lines += ["## Not in this profile", "", "| target | why |", "|---|---|"]
         lines += [f"| {name} | {why} |" for name, why in left_out.items()]

@@ -56,3 +56,13 @@ def test_a_changed_record_changes_its_number(shipped):
         path.write_text(json.dumps(record))
     fig2.main(["--profile", "medium", "--out", str(shipped), "--no-train"])
     assert _rows(shipped / "fig2" / "rows.json")[key]["ours"] == rows[key]["ours"] + 1000
+
+
+def test_a_pass_without_records_names_every_missing_target_and_trains_nothing(tmp_path):
+    from reproduce import all as reproduce_all
+
+    report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train"]).read_text()
+    missing = report.split("## In this profile, but without records yet", 1)[1].split("## Not in this profile")[0]
+    for name in reproduce_all.MEDIUM_TARGETS:
+        assert f"| {name} | " in missing
+    assert not list(tmp_path.rglob("record.json"))
