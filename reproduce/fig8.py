@@ -38,6 +38,7 @@ GROUPS = {"B": ("head_reinit.yaml", {}), "C": ("weight_norm_clip.yaml", {}),
 #: published paired contrasts on peak sigma_H (intervention_stats.json; PAPER_WD_REGIMES.md section 7)
 PAPER_D = {("B-A", "0.05"): (-1.190, 4.46e-3), ("B-A", "pooled"): (-0.876, 9.3e-4), ("B-A", "0.015"): (-0.609, 0.086),
            ("C-A", "pooled"): (-0.406, 0.094), ("C-B", "0.05"): (1.586, 1.4e-3)}
+PAPER_LAMBDAS = ("0.015", "0.05")
 
 
 def group_callback(group: str, profile: str, epoch: int) -> dict:
@@ -134,14 +135,19 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     fig.savefig(out / "fig8_forest.png", dpi=130)
     rows = []
     for t in tests:
-        paper = PAPER_D.get((t["contrast"], t["stratum"]))
+        paper, compared = PAPER_D.get((t["contrast"], t["stratum"])), ""
+        if paper is None and t["stratum"] not in PAPER_LAMBDAS:  # another lambda (smoke, medium): the pooled effect
+            paper = PAPER_D.get((t["contrast"], "pooled"))
+            compared = "paper d pooled over lambda 0.015 and 0.05; " if paper else ""
         main_row = t["outcome"] == "peak_entropy_std"
         if not (main_row or t["outcome"] == "peak_entropy_std_whole_run"):
             continue
         if paper is None and t["stratum"] != "pooled" and len(wds) > 1:
             continue
-        note = f"p_t = {_g(t.get('p_value_t'))} (Bonferroni {_g(t.get('p_bonferroni'))} over {len(family)} tests); " \
-               f"paper p_t = {paper[1] if paper else '-'}"
+        ci = t.get("ci_95_diff") or [None, None]
+        note = f"{compared}mean {t['contrast']} {_g(t.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}] " \
+               f"({t['contrast'].split('-')[1]} {_g(t.get('mean_a'))}); p_t = {_g(t.get('p_value_t'))} (Bonferroni {_g(t.get('p_bonferroni'))} " \
+               f"over {len(family)} tests); paper p_t = {paper[1] if paper else '-'}"
         quantity = (f"Cohen's d, peak sigma_H on {where}, {t['contrast']} at lambda {t['stratum']}" if main_row else
                     f"Cohen's d, whole-run peak sigma_H (secondary), {t['contrast']} at lambda {t['stratum']}")
         rows.append(row(PAPER, quantity, paper[0] if paper else None, t.get("cohen_d"), profile, t.get("n", 0),
