@@ -17,7 +17,7 @@ import resource
 import time
 from pathlib import Path
 
-from reproduce.common import launch_argv, parse_args
+from reproduce.common import INCOMPLETE, launch_argv, parse_args
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
@@ -62,6 +62,7 @@ def main(argv=None) -> Path:
     for name in targets:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
+        INCOMPLETE.clear()
         try:
             importlib.import_module(f"reproduce.{name}").main(forwarded)
         except SystemExit as stop:  # --no-train: a target without records is named in the report, not fatal
@@ -70,6 +71,9 @@ def main(argv=None) -> Path:
             not_run[name] = str(stop.code)
             print(f"== {name}: not run: {stop.code} ==", flush=True)
             continue
+        if INCOMPLETE:  # the rows stand on the runs present; the report says how many are missing
+            not_run[name] = "partial: " + "; ".join(f"{sweep}: {m} of {n} runs missing"
+                                                    for sweep, (m, n) in INCOMPLETE.items())
         wall, used = time.time() - start, _cpu_seconds() - cpu
         print(f"== {name}: {wall:.0f} s wall, {used:.0f} CPU-s ==", flush=True)
         if not args.no_train:  # re-read: another pass on other targets may have written since

@@ -15,6 +15,8 @@ SWEEPS = REPO / "configs" / "sweeps"
 
 
 PROFILES = ("smoke", "medium", "paper")
+#: sweeps read by a ``--no-train`` pass with runs still missing: {"<sweep file> (<profile>)": (missing, total)}
+INCOMPLETE: dict[str, tuple[int, int]] = {}
 #: how the figure targets launch their sweeps, set from the command line by :func:`parse_args`
 #: (a target is one process; ``reproduce.all`` re-parses for each target it calls)
 LAUNCH: dict = {"train": True, "ensemble_size": 1, "launcher": "local", "address": None, "gpus_per_run": 0.0,
@@ -82,6 +84,7 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int 
     final = {r["run_id"] for r in records if r.get("status") in FINAL_STATUSES}
     missing = [spec.name for spec in specs if spec.run_id not in final]
     if missing and not LAUNCH["train"]:
+        INCOMPLETE[f"{path.name} ({profile})"] = (len(missing), len(specs))
         print(f"{path.name} ({profile}): {len(missing)} of {len(specs)} runs have no final record in {out / 'sweep'}: "
               f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
         if not final:  # nothing to analyse: the caller stops, and reproduce.all names it in the report

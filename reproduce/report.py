@@ -99,7 +99,7 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
     for png in figures:
         lines += [f"### {png.parent.name}: {png.stem}", "", f"![{png.stem}]({png.relative_to(out)})", ""]
     if not_run:
-        lines += ["## In this profile, but without records yet", "",
+        lines += ["## In this profile, but without (all) records yet", "",
                   "`make reproduce-all` with the same profile and output trains what is missing.", "",
                   "| target | what is missing |", "|---|---|"]
         lines += [f"| {name} | {why} |" for name, why in not_run.items()]

@@ -62,7 +62,18 @@ def test_a_pass_without_records_names_every_missing_target_and_trains_nothing(tm
     from reproduce import all as reproduce_all
 
     report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train"]).read_text()
-    missing = report.split("## In this profile, but without records yet", 1)[1].split("## Not in this profile")[0]
+    missing = report.split("## In this profile, but without (all) records yet", 1)[1].split("## Not in this profile")[0]
     for name in reproduce_all.MEDIUM_TARGETS:
         assert f"| {name} | " in missing
     assert not list(tmp_path.rglob("record.json"))
+
+
+def test_a_target_with_runs_missing_is_reported_as_partial(tmp_path):
+    from reproduce import all as reproduce_all
+
+    shutil.copytree(MEDIUM / "fig2", tmp_path / "fig2")
+    records = sorted((tmp_path / "fig2" / "sweep" / "runs").glob("*/record.json"))
+    records[0].unlink()
+    report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train", "--targets", "fig2"])
+    assert f"| fig2 | partial: fig2.yaml (medium): 1 of {len(records)} runs missing |" in report.read_text()
+    assert f"| {len(records) - 1} |" in report.read_text()  # the rows stand on the runs present
