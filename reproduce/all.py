@@ -68,7 +68,8 @@ def main(argv=None) -> Path:
         except SystemExit as stop:  # --no-train: a target without records is named in the report, not fatal
             if not args.no_train or stop.code in (None, 0):
                 raise
-            not_run[name] = str(stop.code)
+            not_run[name] = "; ".join([str(stop.code)] + [f"{sweep}: {m} of {n} runs missing"
+                                                          for sweep, (m, n) in INCOMPLETE.items()])
             print(f"== {name}: not run: {stop.code} ==", flush=True)
             continue
         if INCOMPLETE:  # the rows stand on the runs present; the report says how many are missing

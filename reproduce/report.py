@@ -33,8 +33,12 @@ def verdict(r: dict) -> str:
     'CIs differ'
     >>> verdict(row("p", "q", 0.5, None, "smoke", 0))
     'not run'
+    >>> verdict(row("p", "q", "20/20", "6/6", "medium", 6))
+    'count (compare)'
     """
     ours, ours_ci, paper_ci = r.get("ours"), r.get("ours_ci"), r.get("paper_ci")
+    if isinstance(ours, str):  # a count such as "6/6": shown side by side with the paper's
+        return "count (compare)"
     if not _finite(ours):
         return "not run"
     has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)
