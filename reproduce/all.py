@@ -44,6 +44,11 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _missing_runs() -> str:
+    """The sweeps of the target just read whose runs are not all final (empty when none)."""
+    return "; ".join(f"{sweep}: {m} of {n} runs missing" for sweep, (m, n) in INCOMPLETE.items())
+
+
 def _read_times(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -68,13 +73,11 @@ def main(argv=None) -> Path:
         except SystemExit as stop:  # --no-train: a target without records is named in the report, not fatal
             if not args.no_train or stop.code in (None, 0):
                 raise
-            not_run[name] = "; ".join([str(stop.code)] + [f"{sweep}: {m} of {n} runs missing"
-                                                          for sweep, (m, n) in INCOMPLETE.items()])
+            not_run[name] = _missing_runs() or str(stop.code)
             print(f"== {name}: not run: {stop.code} ==", flush=True)
             continue
         if INCOMPLETE:  # the rows stand on the runs present; the report says how many are missing
-            not_run[name] = "partial: " + "; ".join(f"{sweep}: {m} of {n} runs missing"
-                                                    for sweep, (m, n) in INCOMPLETE.items())
+            not_run[name] = "partial: " + _missing_runs()
         wall, used = time.time() - start, _cpu_seconds() - cpu
         print(f"== {name}: {wall:.0f} s wall, {used:.0f} CPU-s ==", flush=True)
         if not args.no_train:  # re-read: another pass on other targets may have written since

@@ -38,7 +38,7 @@ GROUPS = {"B": ("head_reinit.yaml", {}), "C": ("weight_norm_clip.yaml", {}),
 #: published paired contrasts on peak sigma_H (intervention_stats.json; PAPER_WD_REGIMES.md section 7)
 PAPER_D = {("B-A", "0.05"): (-1.190, 4.46e-3), ("B-A", "pooled"): (-0.876, 9.3e-4), ("B-A", "0.015"): (-0.609, 0.086),
            ("C-A", "pooled"): (-0.406, 0.094), ("C-B", "0.05"): (1.586, 1.4e-3)}
-PAPER_LAMBDAS = ("0.015", "0.05")
+PAPER_LAMBDAS = sorted({stratum for _, stratum in PAPER_D if stratum != "pooled"}, key=float)
 
 
 def group_callback(group: str, profile: str, epoch: int) -> dict:
@@ -138,7 +138,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
         paper, compared = PAPER_D.get((t["contrast"], t["stratum"])), ""
         if paper is None and t["stratum"] not in PAPER_LAMBDAS:  # another lambda (smoke, medium): the pooled effect
             paper = PAPER_D.get((t["contrast"], "pooled"))
-            compared = "paper d pooled over lambda 0.015 and 0.05; " if paper else ""
+            compared = f"paper d pooled over lambda {' and '.join(PAPER_LAMBDAS)}; " if paper else ""
         main_row = t["outcome"] == "peak_entropy_std"
         if not (main_row or t["outcome"] == "peak_entropy_std_whole_run"):
             continue
