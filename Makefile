@@ -56,39 +56,39 @@ test-fast: install ## unit tests only (no real training)
 reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until it groks
 	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --trainer.enable_progress_bar false
 
-reproduce-fig5: install ## Fig. 5 lambda_c (logistic, bootstrap, GLM) and nu (PROFILE=smoke|paper)
+reproduce-fig5: install ## Fig. 5 lambda_c (logistic, bootstrap, GLM) and nu (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig5 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig1: install ## Fig. 1 regime map lambda x model size (reuses Fig. 5's sweep; PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig1 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|paper)
+reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig9 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig11: install ## Fig. 11 / Table 4 AdamW relaxation kappa and horizon bound (PROFILE=smoke|paper)
+reproduce-fig11: install ## Fig. 11 / Table 4 AdamW relaxation kappa and horizon bound (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig11 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm clip, paired tests (PROFILE=smoke|paper)
+reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm clip, paired tests (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig8 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|paper)
+reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|paper)
 	$(PY) -m reproduce.fig10 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|paper)
+reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # long horizon: one sweep (configs/sweeps/long_horizon.yaml) shared by the three figures, analysed
 # post hoc; Fig. 6 also writes Table 3 (C1 identity). E8 retention: `--only e8`, or all parts without --only (reproduce-all)
-reproduce-fig3: install ## Fig. 3 five-stage long-horizon trajectory (PROFILE=smoke|paper)
+reproduce-fig3: install ## Fig. 3 five-stage long-horizon trajectory (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.long_horizon --only fig3 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig6: install ## Fig. 6 PR_norm over checkpoints + Table 3 C1 identity (PROFILE=smoke|paper)
+reproduce-fig6: install ## Fig. 6 PR_norm over checkpoints + Table 3 C1 identity (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.long_horizon --only fig6 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig7: install ## Fig. 7 ESD alpha over checkpoints (PROFILE=smoke|paper)
+reproduce-fig7: install ## Fig. 7 ESD alpha over checkpoints (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.long_horizon --only fig7 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs attention diagnostics (reuses Fig. 5/1 sweeps; PROFILE=smoke|paper)
@@ -98,7 +98,7 @@ reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs a
 reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD; PROFILE=smoke|paper)
 	$(PY) -m reproduce.rllc --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|paper)
+reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # one lock-in figure at a time: fig1 = main, fig2 = window sweep, fig3 = x^2 vs ReLU, fig4 = eta sweep
@@ -106,7 +106,7 @@ LOCKIN_PART_fig1 := main
 LOCKIN_PART_fig2 := window
 LOCKIN_PART_fig3 := activation
 LOCKIN_PART_fig4 := eta
-reproduce-lockin-fig%: install ## one lock-in figure: fig1 main, fig2 window, fig3 x^2 vs ReLU, fig4 eta (PROFILE=smoke|paper)
+reproduce-lockin-fig%: install ## one lock-in figure: fig1 main, fig2 window, fig3 x^2 vs ReLU, fig4 eta (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.lockin --only $(LOCKIN_PART_fig$*) --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|medium|paper)

@@ -1,6 +1,6 @@
 """Fig. 11 and Table 4: AdamW norm relaxation (kappa) and the horizon bound on lambda_c.
 
-    python -m reproduce.fig11 --profile smoke|paper --out reproduction
+    python -m reproduce.fig11 --profile smoke|medium|paper --out reproduction
 
 Fits Omega(t) = Omega_inf + (Omega_0 - Omega_inf) exp(-eta kappa lambda t) to the total weight
 norm of each lambda = 1 run of the long-horizon sweep (t in epochs, as in the paper) two ways, and
@@ -14,12 +14,14 @@ reports both:
 The bound lambda_c = -ln(1 - p_relax) / (eta kappa T_max) is compared with the empirical lambda_c
 of the canonical weight-decay sweep (Fig. 5), so T_max is *that* sweep's horizon: 5,000 epochs in
 the paper profile (the paper's Table 4 used 20,000, the long run's; that row is kept for
-comparison), 250 in smoke.
+comparison), 1,000 in medium, 250 in smoke.
 
 * ``paper``: configs/sweeps/long_horizon.yaml, lambda = 1, seeds 42, 7, 11, 31, 123 (the paper's
   cross-seed kappa runs), 20,000 epochs, weights at the paper's 11 checkpoints.
 * ``smoke``: the same sweep's smoke profile (smoke model, seeds 42 and 7, 300 epochs, weights
   every 25 epochs, of which the evaluated ones, every 50, are the estimator's checkpoints).
+* ``medium``: the same sweep's medium profile (canonical model, seed 42, 1,000 epochs, weights at
+  100, 500 and 1,000: the estimator's checkpoints).
 Both share ``<out>/long_horizon/sweep`` with the long-horizon target, so neither trains twice.
 """
 
@@ -76,8 +78,10 @@ def _fits(record: dict) -> dict:
     return out
 
 
-def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, out: Path) -> dict:
-    """``t_max``: the horizon of the lambda_c sweep that ``empirical`` comes from."""
+def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, out: Path,
+            wd_runs: list[dict] | None = None) -> dict:
+    """``t_max``: the horizon of the lambda_c sweep that ``empirical`` comes from; ``wd_runs``:
+    that sweep's records (for kappa on its own model when the long runs' model differs)."""
     out.mkdir(parents=True, exist_ok=True)
     runs = [r for r in records if r["status"] == "completed" and abs(r["config"]["wd"] - 1.0) < 1e-12]
     if not runs:
@@ -100,9 +104,12 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                f"{ {s: round(v['dense']['kappa'], 2) for s, v in per_seed.items()} }, paper's estimator "
                f"{ {s: round(v['paper']['kappa'], 2) for s, v in per_seed.items()} } (panel A: seed {shown_seed}); "
                f"T_max = {t_max:g} epochs (the lambda_c sweep's horizon)\n{describe(shown['run'])}")
-    horizon = max(r["config"]["max_epochs"] for r in runs)
+    own = own_model_kappa(wd_runs or [], runs, lr, t_max, empirical, ci, profile)
+    if own:
+        details += (f"\nlambda_c comes from another model ({own['model']}); kappa on that model (dense fit, "
+                    f"lambda {own['wd']:g}): {own['kappa']:.3g}, its bound at p_relax = 0.99: {own['bound_099']:.3g}")
     differs = None if profile == "paper" else (
-        f"smoke model, {horizon}-epoch runs, estimator checkpoints {shown['paper_epochs']} "
+        f"{run_scope(runs)}, estimator checkpoints {shown['paper_epochs']} "
         f"(paper: canonical model, 20,000 epochs, 11 checkpoints), T_max = {t_max:g}")
     fig = figure_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float),
                             [("dense fit", shown["dense"]["fit"], shown["dense"]["kappa"]),
@@ -111,8 +118,9 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                             [("dense", tables["dense"]), ("paper's estimator", tables["paper"])],
                             empirical, PAPER_VALUES, caption(profile, details, differs, figure="fig11"))
     fig.savefig(out / "fig11_relaxation.png", dpi=130)
-    rows = kappa_rows(per_seed, kappa, kappa_ci, profile)
+    rows = kappa_rows(per_seed, kappa, kappa_ci, profile, run_scope(runs))
     rows += bound_rows(tables, empirical, t_max, profile, len(per_seed))
+    rows += own.pop("rows", [])
     if profile == "paper" and np.isfinite(kappa["paper"]):  # like for like with the paper's Table 4
         at_20k = adamw_bound_table(kappa["paper"], lr, PAPER_T_MAX, (0.99,), empirical.get("wd_c"), ci)[0]
         rows.append(row(PAPER, "AdamW bound lambda_c at p_relax = 0.99, paper's estimator, T_max = 20,000 (as "
@@ -128,7 +136,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                                         for how in ("dense", "paper")}}
                             for s, v in per_seed.items()},
                "bound_table": tables["dense"], "bound_table_paper_estimator": tables["paper"], "empirical": empirical,
-               "sweep": sweep_summary(runs)}
+               "sweep": sweep_summary(runs), "own_model": own}
     write_outputs(out, summary, rows)
     return summary
 
@@ -142,14 +150,60 @@ def paper_kappa_check() -> dict:
             "formula": "ln((200 - 28.4)/(55.2 - 28.4)) / (100 * 1e-3)"}
 
 
-def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str) -> list[dict]:
+def model_shape(record: dict) -> tuple:
+    m = record["config"]["model"]
+    return m.get("arch"), m.get("n_layers"), m.get("n_heads"), m.get("d_model"), m.get("d_ff")
+
+
+def run_scope(runs: list[dict]) -> str:
+    """'2L x 4H d64, 300-epoch runs': the model and horizon of the fitted runs (from their records)."""
+    _, layers, heads, d_model, _ = model_shape(runs[0])
+    return f"{layers}L x {heads}H d{d_model}, {max(r['config']['max_epochs'] for r in runs)}-epoch runs"
+
+
+def own_model_kappa(wd_runs: list[dict], runs: list[dict], lr: float, t_max: float, empirical: dict,
+                    ci, profile: str) -> dict:
+    """kappa on the lambda_c sweep's own model, when the long runs train a different one.
+
+    The bound compares kappa with lambda_c, so both should come from one model. Where the long
+    runs' model differs (the medium profile fits kappa on the canonical model, lambda_c on the
+    smoke-sized one), the dense fit is repeated on the lambda_c sweep's runs at its lowest lambda
+    that trained the whole horizon (no early stop): the longest relaxation that sweep has.
+    """
+    if not wd_runs or model_shape(wd_runs[0]) == model_shape(runs[0]):
+        return {}
+    full = [r for r in wd_runs if r["status"] == "completed" and r["history"]["epoch"][-1] >= r["config"]["max_epochs"]]
+    if not full:
+        return {}
+    wd = min(r["config"]["wd"] for r in full)
+    chosen = [r for r in full if r["config"]["wd"] == wd]
+    per_seed = {}
+    for r in chosen:
+        h = r["history"]
+        fit = fit_exponential_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float))
+        per_seed[r["config"]["seed"]] = fit.kappa(lr, wd) if fit.converged else float("nan")
+    kappa, kappa_ci = median_ci(list(per_seed.values()))
+    at_099 = (adamw_bound_table(kappa, lr, t_max, (0.99,), empirical.get("wd_c"), ci)[0]
+              if np.isfinite(kappa) else {})
+    where = f"{run_scope(chosen)} at lambda {wd:g} (the lambda_c sweep's model; its lowest lambda with full-horizon runs)"
+    rows = [row(PAPER, "kappa, dense fit on the lambda_c sweep's own model, median over seeds", PAPER_VALUES["kappa"],
+                _num(kappa), profile, len(per_seed), ours_ci=kappa_ci, note=where),
+            row(PAPER, "bound / empirical lambda_c at p_relax = 0.99, kappa of the lambda_c sweep's own model",
+                PAPER_VALUES["ratio_099"], _num(at_099.get("ratio_to_empirical")), profile, len(per_seed),
+                note=f"bound {at_099.get('wd_c_bound', float('nan')):.3g}; empirical lambda_c {empirical.get('wd_c') or float('nan'):.3g}; "
+                     f"T_max = {t_max:g}")]
+    return {"wd": wd, "model": run_scope(chosen), "kappa": _num(kappa), "kappa_ci": kappa_ci, "per_seed": {str(s): _num(k) for s, k in per_seed.items()},
+            "bound_099": _num(at_099.get("wd_c_bound")), "rows": rows}
+
+
+def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope: str) -> list[dict]:
     check = paper_kappa_check()
     n = len(per_seed)
     init = [v["omega_at_init"] for v in per_seed.values() if v["omega_at_init"]]
     lead = next(iter(per_seed.values()))
     true_start = (kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, float(np.median(init)), 100, PAPER_LR, 1.0)
                   if init and profile == "paper" and np.median(init) > PAPER_OMEGA_100 else None)
-    note = "" if profile == "paper" else "smoke model and horizon"
+    note = "" if profile == "paper" else scope
     errors = sorted({v["paper"]["error"] for v in per_seed.values() if v["paper"].get("error")})
     at_cap = sum("omega_0" in (v["paper"]["fit"].at_bound if v["paper"]["fit"] else []) for v in per_seed.values())
     start = f"Omega at init (median) {np.median(init):.1f}" if init else ""
@@ -201,17 +255,14 @@ def main(argv=None) -> Path:
     records = sweep_records(RUNS_SWEEP, args.profile, root / "long_horizon", args.workers)
     t_max = wd_sweep_horizon(args.profile)
     fig5_fits = root / "fig5" / "fits.json"
-    empirical = {}
-    if fig5_fits.exists():
-        fits = json.loads(fig5_fits.read_text())
-        if fits.get("profile") == args.profile:
-            empirical = {"wd_c": fits["main"]["wd_c"], "wd_c_ci": fits["main"]["wd_c_ci"]}
-    if not empirical:
+    wd_runs = sweep_records(WD_SWEEP, args.profile, root / "fig5", args.workers)
+    fits = json.loads(fig5_fits.read_text()) if fig5_fits.exists() else {}
+    if fits.get("profile") != args.profile:
         from reproduce import fig5
 
-        fits = fig5.analyse(sweep_records(WD_SWEEP, args.profile, root / "fig5", args.workers), args.profile, root / "fig5")
-        empirical = {"wd_c": fits["main"]["wd_c"], "wd_c_ci": fits["main"]["wd_c_ci"]}
-    summary = analyse(records, empirical, t_max, args.profile, out)
+        fits = fig5.analyse(wd_runs, args.profile, root / "fig5")
+    empirical = {"wd_c": fits["main"]["wd_c"], "wd_c_ci": fits["main"]["wd_c_ci"]}
+    summary = analyse(records, empirical, t_max, args.profile, out, wd_runs)
     print(f"fig11: kappa dense {summary['kappa']}, paper's estimator {summary['kappa_paper_estimator']}; "
           f"{out / 'fig11_relaxation.png'}")
     return out

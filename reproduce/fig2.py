@@ -1,6 +1,6 @@
 """Fig. 2: two-phase dynamics (test accuracy, s_bar, sigma_H over epochs, median and IQR over seeds).
 
-    python -m reproduce.fig2 --profile smoke|paper --out reproduction
+    python -m reproduce.fig2 --profile smoke|medium|paper --out reproduction
 
 Rows: the Phase-1 rise as the paper defines it (s_bar's minimum while memorised, then its peak
 around grokking: 0.93 -> 0.995; grok_lightning.stats.phases), the value at initialisation as a row

@@ -1,7 +1,7 @@
 """Fig. 5: the critical weight decay lambda_c (logistic P(grok)) and the exponent nu of
 t_grok ~ (lambda - lambda_c)^-nu, on the canonical weight-decay sweep.
 
-    python -m reproduce.fig5 --profile smoke|paper --out reproduction
+    python -m reproduce.fig5 --profile smoke|medium|paper --out reproduction
 
 Writes ``fig5_critical.png``, ``fits.json`` (both lambda_c fits and nu; Fig. 1 and Fig. 11 read
 it) and the report rows. lambda > 5 (the collapse point 10) is excluded from the fits, as in the
@@ -59,7 +59,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"))
     fig.savefig(out / "fig5_critical.png", dpi=130)
     n_fit = paper_fit.n_fit
-    note = "" if profile == "paper" else f"smoke horizon {info['horizon']} epochs, smaller model: lambda_c differs by design"
+    note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), smaller "
+                                           f"model: lambda_c differs by design")
     rows = [
         row(PAPER, "lambda_c, least-squares logistic + bootstrap (paper method)", PAPER_VALUES["wd_c"],
             _finite(paper_fit.wd_c), profile, n_fit, PAPER_VALUES["wd_c_ci"], _ci(paper_fit.wd_c_ci),

@@ -1,6 +1,6 @@
 """Fig. 9: grok counts over operation x scale x weight decay (multi-task grid, E9).
 
-    python -m reproduce.fig9 --profile smoke|paper --out reproduction
+    python -m reproduce.fig9 --profile smoke|medium|paper --out reproduction
 
 Writes ``fig9_multitask.png`` (ours beside the paper's counts), pooled and per-task lambda_c
 (paper method) where the outcomes allow a fit, per-task grok rates, and the report rows.

@@ -1,7 +1,7 @@
 """Long-horizon targets of arXiv 2605.20441: Fig. 3 (five-stage trajectory), Fig. 6 + Table 3
 (PR_norm over checkpoints, the C1 identity), Fig. 7 (ESD alpha) and the E8 retention table.
 
-    python -m reproduce.long_horizon --profile smoke|paper --out reproduction [--only fig3|fig6|fig7|e8]
+    python -m reproduce.long_horizon --profile smoke|medium|paper --out reproduction [--only fig3|fig6|fig7|e8]
         [--pr-construction examples|heads|coordinates|uncentred|output_examples|...]
 
 One sweep (configs/sweeps/long_horizon.yaml, into ``<out>/long_horizon/sweep``) with CheckpointSchedule

@@ -123,6 +123,30 @@ def test_fig9_analyse_counts_per_task(tmp_path):
     assert (tmp_path / "fig9_multitask.png").exists()
 
 
+def test_fig11_fits_kappa_on_the_lambda_c_sweeps_own_model_when_the_models_differ(tmp_path):
+    omega = lambda kappa, wd: (lambda t: 20.0 + 60.0 * np.exp(-1e-3 * kappa * wd * t))
+    long_runs = [make_record(1.0, seed, grok_epoch=200, omega=omega(12.0, 1.0), horizon=400) for seed in range(3)]
+    for r in long_runs:
+        r["config"]["model"].update(n_layers=4, n_heads=8, d_model=128)
+    # the lambda_c sweep: lambda 0.1 trains the whole horizon (kappa 9 there), 0.3 stopped early
+    wd_runs = [make_record(0.1, seed, omega=omega(9.0, 0.1), horizon=1000) for seed in range(3)]
+    wd_runs += [make_record(0.3, seed, grok_epoch=500, omega=omega(9.0, 0.3), horizon=1000) for seed in range(3)]
+    for r in wd_runs[3:]:
+        r["history"] = {k: v[:53] for k, v in r["history"].items()}  # stopped at epoch 520
+    empirical = {"wd_c": 0.12, "wd_c_ci": [0.11, 0.13]}
+    summary = fig11.analyse(long_runs, empirical, 1000.0, "medium", tmp_path, wd_runs)
+    own = summary["own_model"]
+    assert own["wd"] == 0.1 and own["kappa"] == pytest.approx(9.0, rel=1e-3) and summary["kappa"] == pytest.approx(12.0, rel=1e-4)
+    assert own["bound_099"] == pytest.approx(-math.log(0.01) / (1e-3 * 9.0 * 1000.0), rel=1e-3)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    ratio = rows["bound / empirical lambda_c at p_relax = 0.99, kappa of the lambda_c sweep's own model"]
+    assert ratio["ours"] == pytest.approx(own["bound_099"] / 0.12) and "2L x 4H d64" in ratio["note"] + \
+        rows["kappa, dense fit on the lambda_c sweep's own model, median over seeds"]["note"]
+    # one model for both: nothing is added
+    same = fig11.analyse(long_runs, empirical, 1000.0, "medium", tmp_path, long_runs)
+    assert same["own_model"] == {}
+
+
 def test_fig11_analyse_recovers_kappa_and_the_bound(tmp_path):
     kappa = 12.0  # rate = lr * kappa * lambda per epoch
     omega = lambda t: 20.0 + 60.0 * np.exp(-1e-3 * kappa * 1.0 * t)

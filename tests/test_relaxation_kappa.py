@@ -86,7 +86,9 @@ def test_the_paper_profile_bound_uses_the_canonical_sweeps_horizon(tmp_path, mon
     monkeypatch.setattr(fig11, "sweep_records", lambda name, profile, out, workers: seen.setdefault(name, _records()))
     fig11.main(["--profile", "paper", "--out", str(tmp_path)])
     summary = json.loads((tmp_path / "fig11" / "summary.json").read_text())
-    assert summary["t_max"] == 5000.0 and list(seen) == ["long_horizon.yaml"]
+    # the lambda_c comes from fig5's fits; its sweep's records are read (one model here: no own-model rows)
+    assert summary["t_max"] == 5000.0 and list(seen) == ["long_horizon.yaml", "canonical_wd.yaml"]
+    assert summary["empirical"]["wd_c"] == 0.0158 and summary["own_model"] == {}
 
 
 def test_smoke_checkpoints_are_the_runs_saved_weights():

@@ -69,7 +69,7 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     ax_a.set_xlabel(r"weight decay $\lambda$ (log)")
     ax_a.set_ylabel("P(grok)")
     ax_a.set_title(f"(A) grokking probability (N = {paper_fit.n_fit} runs)", fontsize=9)
-    ax_a.legend(fontsize=6.5, loc="upper left")
+    ax_a.legend(fontsize=6.5, loc="lower right")  # P(grok) rises with lambda: the lower right stays empty
 
     if nu_fit is None:
         ax_b.text(0.5, 0.5, "power law not fitted\n(needs >= 3 grokked runs at >= 2 lambdas above lambda_c)",
