@@ -89,6 +89,8 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int 
               f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
         if not final:  # nothing to analyse: the caller stops, and reproduce.all names it in the report
             raise SystemExit(f"{path.name} ({profile}): none of its {len(specs)} runs has a final record yet")
+        # a run left running or interrupted on this machine counts as missing, as in a clean clone
+        records = [r for r in records if r["run_id"] in final]
     return records
 
 

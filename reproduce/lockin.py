@@ -32,7 +32,7 @@ from pathlib import Path
 
 from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH
 from grok_lightning.records import _json_safe
-from reproduce.common import parse_args, sweep_records, write_outputs
+from reproduce.common import LAUNCH, parse_args, sweep_records, write_outputs
 from reproduce.lockin_activation import target_activation
 from reproduce.lockin_common import (
     P_MEDIAN_ABS_COS,
@@ -154,28 +154,42 @@ def main(argv=None) -> Path:
     cache: dict = {}
     ran: dict[str, tuple[dict, list]] = {}
     figures: list[Path] = []
+    skipped: dict[str, str] = {}
+
+    def part(name: str, analyse) -> None:
+        nonlocal figures
+        try:
+            summary_part, rows, figs = analyse()
+        except SystemExit as stop:
+            if LAUNCH["train"]:  # interrupted while training: stop here, the same command resumes
+                raise
+            skipped[name] = str(stop)  # --no-train: a part without records; the others still report
+            return
+        ran[name], figures = (summary_part, rows), figures + figs
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians where a window is empty
+        load = lambda sweep_file: _load(sweep_file, args.profile, out, args.workers, cache)  # noqa: E731
         if "main" in wanted:
-            records, configs = _load("lockin_main.yaml", args.profile, out, args.workers, cache)
-            part, rows, figs = target_main(records, configs, args.profile, out)
-            ran["main"], figures = (part, rows), figures + figs
+            part("main", lambda: target_main(*load("lockin_main.yaml"), args.profile, out))
         if "window" in wanted:
-            records, configs = _load("lockin_main.yaml", args.profile, out, args.workers, cache)
-            part, rows, figs = target_window(records, configs, args.profile, out)
-            ran["window"], figures = (part, rows), figures + figs
+            part("window", lambda: target_window(*load("lockin_main.yaml"), args.profile, out))
         if "activation" in wanted:
-            main_records, main_configs = _load("lockin_main.yaml", args.profile, out, args.workers, cache)
-            relu_records, relu_configs = _load("lockin_relu.yaml", args.profile, out, args.workers, cache)
-            part, rows, figs = target_activation(relu_records, main_records, relu_configs, main_configs, args.profile, out)
-            ran["activation"], figures = (part, rows), figures + figs
+            def activation():
+                (main_records, main_configs), (relu_records, relu_configs) = load("lockin_main.yaml"), load("lockin_relu.yaml")
+                return target_activation(relu_records, main_records, relu_configs, main_configs, args.profile, out)
+            part("activation", activation)
         if "eta" in wanted:
-            records, configs = _load("lockin_eta.yaml", args.profile, out, args.workers, cache)
-            long_records, long_configs = ([], {})
-            if args.profile in ("medium", "paper"):  # the 2,000-epoch extension; not in smoke
-                long_records, long_configs = _load("lockin_eta_long.yaml", args.profile, out, args.workers, cache)
-            part, rows, figs = target_eta(records, long_records, configs, long_configs, args.profile, out)
-            ran["eta"], figures = (part, rows), figures + figs
+            def eta():
+                records, configs = load("lockin_eta.yaml")
+                # the 2,000-epoch extension runs in the medium and paper profiles, not in smoke
+                long_records, long_configs = load("lockin_eta_long.yaml") if args.profile in ("medium", "paper") else ([], {})
+                return target_eta(records, long_records, configs, long_configs, args.profile, out)
+            part("eta", eta)
+    if skipped and not ran:
+        raise SystemExit("; ".join(skipped.values()))
+    for name, why in skipped.items():
+        print(f"lockin: {name} not analysed: {why}")
     summary, rows = _merge(out, args.profile, ran)
     write_outputs(out, summary, _json_safe(rows))  # NaN -> null, so rows.json is strict JSON
     (out / "NOTES.md").write_text(notes_text(summary["targets"], args.profile))
