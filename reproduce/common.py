@@ -115,6 +115,12 @@ def describe(record: dict) -> str:
             f"wd on {m.get('weight_decay_scope')}; eval every {m.get('eval_every')} (dense to {m.get('eval_dense_until')})")
 
 
+def model_shape(record: dict) -> str:
+    """'2L x 4H d64': a transformer's size in one label (from its record)."""
+    m = record["config"]["model"]
+    return f"{m['n_layers']}L x {m['n_heads']}H d{m['d_model']}"
+
+
 def n_params(record: dict) -> int:
     """Parameter count of a run's model: from the record, else rebuilt on the meta device."""
     if record.get("n_params"):

@@ -46,7 +46,16 @@ from grok_lightning.stats.relaxation import (
     fit_relaxation_paper,
     kappa_two_point,
 )
-from reproduce.common import SWEEPS, describe, median_ci, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import (
+    SWEEPS,
+    describe,
+    median_ci,
+    model_shape,
+    parse_args,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 11 / Table 4"
@@ -150,15 +159,14 @@ def paper_kappa_check() -> dict:
             "formula": "ln((200 - 28.4)/(55.2 - 28.4)) / (100 * 1e-3)"}
 
 
-def model_shape(record: dict) -> tuple:
+def _model_key(record: dict) -> tuple:
     m = record["config"]["model"]
     return m.get("arch"), m.get("n_layers"), m.get("n_heads"), m.get("d_model"), m.get("d_ff")
 
 
 def run_scope(runs: list[dict]) -> str:
     """'2L x 4H d64, 300-epoch runs': the model and horizon of the fitted runs (from their records)."""
-    _, layers, heads, d_model, _ = model_shape(runs[0])
-    return f"{layers}L x {heads}H d{d_model}, {max(r['config']['max_epochs'] for r in runs)}-epoch runs"
+    return f"{model_shape(runs[0])}, {max(r['config']['max_epochs'] for r in runs)}-epoch runs"
 
 
 def own_model_kappa(wd_runs: list[dict], runs: list[dict], lr: float, t_max: float, empirical: dict,
@@ -170,7 +178,7 @@ def own_model_kappa(wd_runs: list[dict], runs: list[dict], lr: float, t_max: flo
     smoke-sized one), the dense fit is repeated on the lambda_c sweep's runs at its lowest lambda
     that trained the whole horizon (no early stop): the longest relaxation that sweep has.
     """
-    if not wd_runs or model_shape(wd_runs[0]) == model_shape(runs[0]):
+    if not wd_runs or _model_key(wd_runs[0]) == _model_key(runs[0]):
         return {}
     full = [r for r in wd_runs if r["status"] == "completed" and r["history"]["epoch"][-1] >= r["config"]["max_epochs"]]
     if not full:

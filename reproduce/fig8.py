@@ -25,7 +25,17 @@ import yaml
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_forest
 from grok_lightning.stats import correct, paired_comparison, peak_entropy_std
-from reproduce.common import LAUNCH, REPO, SWEEPS, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import (
+    LAUNCH,
+    REPO,
+    SWEEPS,
+    describe,
+    model_shape,
+    parse_args,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 8 (E12)"
@@ -129,7 +139,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
                + "; ".join(f"{g}: {_args(g, profile)}" for g in names if g != "A")
                + f"; excluded {excluded}\n{describe(groups['A'][0])}")
     differs = None if profile == "paper" else (
-        f"{_shape(groups['A'][0])}, lambda {info['wds']}, {len(info['seeds'])} seeds, {horizon} epochs "
+        f"{model_shape(groups['A'][0])}, lambda {info['wds']}, {len(info['seeds'])} seeds, {horizon} epochs "
         "(paper: canonical 4L x 8H, lambda 0.015 and 0.05, 10 seeds, 10,000 epochs)")
     fig = figure_forest([t for t in tests if t["outcome"] == "peak_entropy_std"], PAPER_D, caption(profile, details, differs, figure="fig8"))
     fig.savefig(out / "fig8_forest.png", dpi=130)
@@ -165,11 +175,6 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
 
 def _args(group: str, profile: str) -> dict:
     return {k: v for k, v in group_callback(group, profile, 1)["init_args"].items() if k != "epoch"}
-
-
-def _shape(record: dict) -> str:
-    m = record["config"]["model"]
-    return f"{m['n_layers']}L x {m['n_heads']}H d{m['d_model']}"
 
 
 def _g(x):

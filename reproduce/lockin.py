@@ -157,7 +157,6 @@ def main(argv=None) -> Path:
     skipped: dict[str, str] = {}
 
     def part(name: str, analyse) -> None:
-        nonlocal figures
         try:
             summary_part, rows, figs = analyse()
         except SystemExit as stop:
@@ -165,7 +164,8 @@ def main(argv=None) -> Path:
                 raise
             skipped[name] = str(stop)  # --no-train: a part without records; the others still report
             return
-        ran[name], figures = (summary_part, rows), figures + figs
+        ran[name] = (summary_part, rows)
+        figures.extend(figs)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians where a window is empty
