@@ -81,3 +81,18 @@ def test_a_target_with_runs_missing_is_reported_as_partial(tmp_path):
     report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train", "--targets", "fig2"])
     assert f"| fig2 | partial: fig2.yaml (medium): 1 of {len(records)} runs missing |" in report.read_text()
     assert f"| {len(records) - 1} |" in report.read_text()  # the rows stand on the runs present
+
+
+def test_lockin_reports_the_parts_that_have_records(tmp_path):
+    """Only the main lock-in sweep shipped: main and window report from it; activation and eta,
+    whose sweeps have no records, are listed as missing instead of dropping every lock-in row."""
+    from reproduce import all as reproduce_all
+
+    store = tmp_path / "lockin" / "lockin_main"
+    shutil.copytree(MEDIUM / "lockin" / "lockin_main", store)
+    report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train", "--targets", "lockin"])
+    targets = {r["target"] for r in json.loads((tmp_path / "lockin" / "rows.json").read_text())}
+    assert targets == {"main", "window"}
+    text = report.read_text()
+    assert "| lockin | partial: " in text and "lockin_relu.yaml (medium): 30 of 30 runs missing" in text
+    assert not list((tmp_path / "lockin").glob("lockin_relu/**/record.json"))  # nothing trained
