@@ -58,21 +58,22 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     per_bin = min((int((dh == b).sum()) for b in set(dhs)), default=0)
     differs = None if profile == "paper" else (
         f"{_shape(done[0])}, H {sorted({int(r['config']['model']['n_heads']) for r in done})}, {info['horizon']} epochs, "
-        f">= {per_bin} seeds per bin, null n = {len(null)} (paper: d 128, 4 layers, H 4-64, n = 44 + 15 null)"
+        f">= {per_bin} seeds per bin, null n = {len(null)} (paper: d 128, 4 layers, H 4-64, horizon not stated, n = 44 + 15 null)"
         + ("; a pipeline check: 2-vs-2 seeds cannot reach p < 0.05 and 200 epochs end before Phase 2"
            if profile == "smoke" else ""))
     fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), unbiased)
     fig.savefig(out / "fig4_head_width.png", dpi=130)
-    note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" else ""
+    note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" \
+        else (differs or "")
     rows = [
         row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null), note=note),
         row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true), note=note),
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
-            None if perm is None else perm.get("p"), profile, len(true) + len(null)),
-        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], d, profile, len(true) + len(null)),
-        row(PAPER, "AIC-preferred d/H model (paper: saturating exponential)", None, None, profile, len(dh),
-            note=f"ours: {fit['best'] if fit else 'not fitted (< 3 bins)'}; with the unbiased spread: "
-                 f"{fit_unbiased['best'] if fit_unbiased else '-'}"),
+            None if perm is None else perm.get("p"), profile, len(true) + len(null), note=note),
+        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], d, profile, len(true) + len(null), note=note),
+        row(PAPER, "AIC-preferred d/H model", "saturating_exp", fit["best"] if fit else None, profile, len(dh),
+            note=f"{'' if fit else 'not fitted (< 3 bins); '}with the unbiased spread: "
+                 f"{fit_unbiased['best'] if fit_unbiased else '-'}; {note}".rstrip("; ")),
     ]
     for b in sorted(set(dhs)):
         paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(int(b))

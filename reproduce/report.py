@@ -35,10 +35,14 @@ def verdict(r: dict) -> str:
     'not run'
     >>> verdict(row("p", "q", "20/20", "6/6", "medium", 6))
     'count (compare)'
+    >>> verdict(row("p", "q", "saturating_exp", "linear", "medium", 10))
+    'differs from the paper'
     """
     ours, ours_ci, paper_ci = r.get("ours"), r.get("ours_ci"), r.get("paper_ci")
-    if isinstance(ours, str):  # a count such as "6/6": shown side by side with the paper's
-        return "count (compare)"
+    if isinstance(ours, str):
+        if "/" in ours:  # a count such as "6/6": shown side by side with the paper's
+            return "count (compare)"
+        return "same as the paper" if ours == r.get("paper_value") else "differs from the paper"  # a named outcome
     if not _finite(ours):
         return "not run"
     has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)

@@ -48,7 +48,7 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
                       unbiased: np.ndarray | None = None):
     """Fig. 4: peak sigma_H per run vs d/H (log2 x), bin means, the saturating fit, the null band;
     with ``unbiased``, the bin means with the unbiased spread over heads as well (hollow)."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    fig, ax = plt.subplots(figsize=(10, 4.6))
     ax.scatter(dh, peak, color="tab:blue", alpha=0.6, label=f"runs (n = {len(peak)})")
     bins = sorted(set(dh.tolist()))
     means = [float(np.mean(peak[dh == b])) for b in bins]
@@ -61,7 +61,7 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
         p = sat["params"]
         xs = np.linspace(min(bins), max(bins), 200)
         ax.plot(xs, p["c"] + p["a"] * (1 - np.exp(-xs / p["b"])), color="tab:orange",
-                label=f"c + a(1 - exp(-(d/H)/b)); AIC-best model: {fit.get('best')}")
+                label=f"saturating fit c + a(1 - exp(-(d/H)/b)) (AIC prefers: {fit.get('best')})")
     if len(null):
         m, s = float(np.mean(null)), float(np.std(null, ddof=1)) if len(null) > 1 else 0.0
         ax.axhspan(m - s, m + s, color="grey", alpha=0.2, label=f"random-label null {m:.3f} +- {s:.3f} (n = {len(null)})")
@@ -71,7 +71,7 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
     ax.set_xscale("log", base=2)
     ax.set_xlabel("head width d/H (log2)")
     ax.set_ylabel("peak $\\sigma_H$ (epochs > 100)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes: it hid the d/H = 16-32 points
     fig.suptitle("Fig. 4: differentiation amplitude vs head width, and the random-label null", fontsize=11)
     fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.13, 1, 0.95))
