@@ -4,7 +4,8 @@ Each target writes ``<out>/<target>/rows.json``: a list of rows
 ``{paper, quantity, paper_value, paper_ci, ours, ours_ci, profile, n, note}``. Numbers come from
 run records and fit JSONs of the run that just happened; nothing here is typed in. The verdict is
 computed: ``CIs overlap`` / ``CIs differ`` when both sides have intervals, ``paper value inside
-our CI`` / ``outside our CI`` when only ours has one, ``not run`` when we have no value.
+our CI`` / ``outside our CI`` when only ours has one, ``no value`` when we have none (the row's note
+says why: a target that could not run, a quantity undefined at this horizon).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def verdict(r: dict) -> str:
     >>> verdict(row("p", "q", 0.0158, 0.3, "smoke", 10, [0.0109, 0.02], [0.2, 0.4]))
     'CIs differ'
     >>> verdict(row("p", "q", 0.5, None, "smoke", 0))
-    'not run'
+    'no value'
     >>> verdict(row("p", "q", "20/20", "6/6", "medium", 6))
     'count (compare)'
     >>> verdict(row("p", "q", "saturating_exp", "linear", "medium", 10))
@@ -44,7 +45,7 @@ def verdict(r: dict) -> str:
             return "count (compare)"
         return "same as the paper" if ours == r.get("paper_value") else "differs from the paper"  # a named outcome
     if not _finite(ours):
-        return "not run"
+        return "no value"
     has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)
     if has(ours_ci) and has(paper_ci):
         return "CIs overlap" if ours_ci[0] <= paper_ci[1] and paper_ci[0] <= ours_ci[1] else "CIs differ"
