@@ -117,14 +117,16 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
         lines += ["## Not in this profile", "", "| target | why |", "|---|---|"]
         lines += [f"| {name} | {why} |" for name, why in left_out.items()]
         lines += [""]
-    lines += ["## Time per target (the pass that trained)", "", "| target | wall s | CPU s |", "|---|---|---|"]
+    lines += ["## Time per target (the pass that trained)", "",
+              "Each target's last pass that trained: runs that an earlier, interrupted pass finished are not in it "
+              "(a resumed sweep only trains what is missing).", "", "| target | wall s | CPU s |", "|---|---|---|"]
     total = 0.0
     for name, t in timings.items():
         t = t if isinstance(t, dict) else {"wall_s": t, "cpu_s": None}
         total += t.get("cpu_s") or 0.0
         cpu = "-" if t.get("cpu_s") is None else f"{t['cpu_s']:.0f}"
         lines.append(f"| {name} | {t['wall_s']:.0f} | {cpu} |")
-    lines.append(f"| total | | {total:.0f} ({total / 3600:.2f} CPU-hours) |")
+    lines.append(f"| total of these passes | | {total:.0f} ({total / 3600:.2f} CPU-hours) |")
     path = out / "REPORT.md"
     path.write_text("\n".join(lines) + "\n")
     return path
