@@ -70,13 +70,18 @@ def checkpoint_epochs(record: dict) -> list[int]:
     return saved or list(PAPER_FIT_EPOCHS)
 
 
+def _dense_fit(record: dict) -> dict:
+    """The relaxation fitted to every evaluated epoch of one run, and its kappa (the run's own lr and lambda)."""
+    h, c = record["history"], record["config"]
+    fit = fit_exponential_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float))
+    return {"fit": fit, "kappa": fit.kappa(c["model"]["lr"], c["wd"]) if fit.converged else float("nan")}
+
+
 def _fits(record: dict) -> dict:
     h, c = record["history"], record["config"]
     t, omega = np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float)
     lr, wd = c["model"]["lr"], c["wd"]
-    out = {}
-    dense = fit_exponential_relaxation(t, omega)
-    out["dense"] = {"fit": dense, "kappa": dense.kappa(lr, wd) if dense.converged else float("nan")}
+    out = {"dense": _dense_fit(record)}
     out["paper_epochs"] = [e for e in checkpoint_epochs(record) if e > 0 and e in set(t.astype(int).tolist())]
     try:
         paper = fit_relaxation_paper(t, omega, epochs=out["paper_epochs"])
@@ -113,7 +118,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                f"{ {s: round(v['dense']['kappa'], 2) for s, v in per_seed.items()} }, paper's estimator "
                f"{ {s: round(v['paper']['kappa'], 2) for s, v in per_seed.items()} } (panel A: seed {shown_seed}); "
                f"T_max = {t_max:g} epochs (the lambda_c sweep's horizon)\n{describe(shown['run'])}")
-    own = own_model_kappa(wd_runs or [], runs, lr, t_max, empirical, ci, profile)
+    own = own_model_kappa(wd_runs or [], runs, t_max, empirical, ci, profile)
     if own:
         details += (f"\nlambda_c comes from another model ({own['model']}); kappa on that model (dense fit, "
                     f"lambda {own['wd']:g}): {own['kappa']:.3g}, its bound at p_relax = 0.99: {own['bound_099']:.3g}")
@@ -169,8 +174,7 @@ def run_scope(runs: list[dict]) -> str:
     return f"{model_shape(runs[0])}, {max(r['config']['max_epochs'] for r in runs)}-epoch runs"
 
 
-def own_model_kappa(wd_runs: list[dict], runs: list[dict], lr: float, t_max: float, empirical: dict,
-                    ci, profile: str) -> dict:
+def own_model_kappa(wd_runs: list[dict], runs: list[dict], t_max: float, empirical: dict, ci, profile: str) -> dict:
     """kappa on the lambda_c sweep's own model, when the long runs train a different one.
 
     The bound compares kappa with lambda_c, so both should come from one model. Where the long
@@ -185,12 +189,9 @@ def own_model_kappa(wd_runs: list[dict], runs: list[dict], lr: float, t_max: flo
         return {}
     wd = min(r["config"]["wd"] for r in full)
     chosen = [r for r in full if r["config"]["wd"] == wd]
-    per_seed = {}
-    for r in chosen:
-        h = r["history"]
-        fit = fit_exponential_relaxation(np.asarray(h["epoch"], float), np.asarray(h["weight_norm"], float))
-        per_seed[r["config"]["seed"]] = fit.kappa(lr, wd) if fit.converged else float("nan")
+    per_seed = {r["config"]["seed"]: _dense_fit(r)["kappa"] for r in chosen}
     kappa, kappa_ci = median_ci(list(per_seed.values()))
+    lr = chosen[0]["config"]["model"]["lr"]  # that sweep's learning rate, which the bound needs with its kappa
     at_099 = (adamw_bound_table(kappa, lr, t_max, (0.99,), empirical.get("wd_c"), ci)[0]
               if np.isfinite(kappa) else {})
     where = f"{run_scope(chosen)} at lambda {wd:g} (the lambda_c sweep's model; its lowest lambda with full-horizon runs)"
