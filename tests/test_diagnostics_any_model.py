@@ -25,6 +25,9 @@ from grok_lightning.diagnostics import (
 from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION
 from grok_lightning.models.transformer import DecoderTransformer
 
+#: float32 forwards through different kernels or chunkings agree to about this relative error
+FLOAT32_REL = 1e-5
+
 
 # -- the published formulas, in numpy, with padding as "drop invalid rows and keys" ----------
 def reference(attentions, mask=None):
@@ -354,9 +357,11 @@ def test_callback_logs_on_schedule_and_matches_direct_computation(tmp_path):
     with torch.no_grad():
         layers = attention_probabilities(module, batch)
     direct = masked_attention_statistics(layers, valid)
+    # the callback's chunked float32 forwards and this one batched forward may use different
+    # kernels: a float32 tolerance, not a float64 one
     for name in ("mean_similarity", "entropy_std", "spectral_gap", "pr_norm"):
-        assert callback.last[f"diag/{name}"] == pytest.approx(direct[name].item(), rel=1e-9)
-        assert callback.last[f"diag/{name}"] == pytest.approx(reference(layers, valid)[name], rel=1e-9)
+        assert callback.last[f"diag/{name}"] == pytest.approx(direct[name].item(), rel=FLOAT32_REL)
+        assert callback.last[f"diag/{name}"] == pytest.approx(reference(layers, valid)[name], rel=FLOAT32_REL)
 
 
 def test_callback_with_module_path_and_dataloader(tmp_path):
@@ -370,7 +375,7 @@ def test_callback_with_module_path_and_dataloader(tmp_path):
     module.eval()
     with torch.no_grad():
         layers = attention_probabilities(module.net, embedded)
-    assert callback.last["diag/entropy_std"] == pytest.approx(reference(layers)["entropy_std"], rel=1e-9)
+    assert callback.last["diag/entropy_std"] == pytest.approx(reference(layers)["entropy_std"], rel=FLOAT32_REL)
 
 
 def test_callback_on_hf_gpt2_lightning_module(tmp_path, transformers):

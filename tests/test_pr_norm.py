@@ -26,6 +26,7 @@ from grok_lightning.metrics.participation import (
     _pr_state_update,
     head_participation,
     parse_pr_construction,
+    pr_covariance,
 )
 from grok_lightning.models.transformer import DecoderTransformer
 from grok_lightning.run import run_config
@@ -109,6 +110,16 @@ def test_heads_centring_has_a_zero_eigenvalue_and_bounded_pr():
     eig = head_covariance_eigenvalues(attn, "heads")
     assert (eig[:, 0] < 1e-12 * eig[:, -1]).all()
     assert (head_participation_ratio(attn, per_layer=True, construction="heads") <= 4 / 5 + 1e-12).all()
+
+
+def test_one_example_has_a_zero_examples_covariance_by_definition():
+    """With one example no coordinate varies across examples: the covariance is exactly zero and
+    PR_norm NaN, whatever the values and however they round (not left to cancellation)."""
+    for seed in range(5):
+        attn = _attention(seed, batch=1)
+        state = _pr_state_update(attn)
+        assert torch.equal(pr_covariance(state, "examples"), torch.zeros_like(state.gram))
+        assert torch.isnan(head_participation(attn, "examples"))
 
 
 def test_c1_identity_holds_for_the_default_and_matches_the_diagnostic():

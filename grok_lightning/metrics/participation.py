@@ -159,6 +159,10 @@ def pr_covariance(state: PRState, construction: str = DEFAULT_PR_CONSTRUCTION) -
         h = gram.shape[-1]
         p = torch.eye(h, dtype=gram.dtype, device=gram.device) - 1.0 / h
         return p @ gram @ p / n
+    if not bool((coord_count >= 2).any()):
+        # every coordinate was seen in at most one example: no variation across examples, so the
+        # covariance is exactly zero (PR NaN, the rank-collapse marker), not a rounding residue
+        return torch.zeros_like(gram)
     seen = coord_count > 0  # coordinates no example reached (a masked caller) carry no mean
     s = coord_sum[..., seen]
     return (gram - (s / coord_count[seen]) @ s.transpose(-2, -1)) / n
