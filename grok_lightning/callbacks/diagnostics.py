@@ -11,6 +11,12 @@ on a fixed scale) every ``image_every`` evaluations, and always at t_grok and at
 evaluated epoch: the matrix after grokking is the one the paper is about, and a cadence alone
 can miss it.
 
+With ``readings`` on it also records s_bar and sigma_H under every reading of
+:mod:`grok_lightning.metrics.readings` on four input sets: the test split, the train split, all
+``p^2`` pairs (train + test) and a fixed batch (the first ``readings_batch`` examples of the
+train split, itself a seeded random subset), as ``reading/<input set>/<reading>/<name>``. The
+train split's attention comes from the same evaluation forward, so no forward is added.
+
 On architectures without attention (MLP, LSTM, Mamba), or any module without ``has_attention``,
 it computes nothing: it records that attention metrics are undefined for that architecture
 (``record_extras["attention_metrics"]``, when the module keeps extras) and says so once in the
@@ -29,6 +35,7 @@ from grok_lightning.metrics import AttentionStatistics
 from grok_lightning.metrics.functional import _cosine_from_gram
 from grok_lightning.metrics.head_outputs import head_output_participation
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
+from grok_lightning.metrics.readings import merge_reading_states, reading_state, reading_values
 
 __all__ = ["AttentionDiagnostics"]
 
@@ -45,13 +52,18 @@ class AttentionDiagnostics(Callback):
             :mod:`grok_lightning.metrics.participation`; default ``output_examples``, the one
             nearest the paper's Table 3, whose head outputs cost a second forward pass over the
             test split (``examples`` needs the attention alone); the record says which one.
+        readings: also record every reading of s_bar and sigma_H on the four input sets
+            (module docstring); off by default (48 numbers per evaluation).
+        readings_batch: the size of the fixed training batch among those input sets.
     """
 
     def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10,
-                 pr_construction: str = DIAGNOSTICS_PR_CONSTRUCTION):
+                 pr_construction: str = DIAGNOSTICS_PR_CONSTRUCTION, readings: bool = False,
+                 readings_batch: int = 512):
         require_choice("diagnostics.pr_construction", pr_construction, PR_CONSTRUCTIONS)
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
         self.pr_construction = pr_construction
+        self.readings, self.readings_batch = readings, readings_batch
         self.n_evaluations = 0
         self.imaged_epochs: list[int] = []  # epochs that already have images
         self._noted = False  # the "no attention" note is logged once
@@ -60,6 +72,8 @@ class AttentionDiagnostics(Callback):
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         has_attention = bool(getattr(pl_module, "has_attention", False))
         pl_module.collect_attention = has_attention
+        if has_attention and self.readings:
+            pl_module.attention_splits = ("test", "train")
         if has_attention and isinstance(getattr(pl_module, "record_extras", None), dict):
             pl_module.record_extras["pr_construction"] = self.pr_construction
         if not has_attention:
@@ -91,7 +105,10 @@ class AttentionDiagnostics(Callback):
             if self.per_layer:
                 for layer, value in enumerate(per_layer.reshape(-1).tolist()):
                     metrics[f"layer_{layer}/{name}"] = value
+        if self.readings:
+            metrics.update(self._readings(pl_module.last_split_attentions))
         pl_module.last_attentions = None
+        pl_module.last_split_attentions = {}
         if not self.image_every:
             return
         # the cosines behind s_bar, from the Gram the statistics already hold (no second pass)
@@ -101,6 +118,15 @@ class AttentionDiagnostics(Callback):
             self._log_images(trainer, cosines, epoch, " (t_grok)" if grok_epoch == epoch else "")
         else:
             self._latest = (epoch, cosines)  # imaged at fit end if it turns out to be the last
+
+    def _readings(self, by_split: dict) -> dict[str, float]:
+        train = reading_state(by_split["train"])
+        test = reading_state(by_split["test"])
+        states = {"test": test, "train": train, "all": merge_reading_states(train, test),
+                  "batch": reading_state([layer[: self.readings_batch] for layer in by_split["train"]])}
+        return {f"reading/{inputs}/{reading}/{name}": value
+                for inputs, state in states.items()
+                for reading, values in reading_values(state).items() for name, value in values.items()}
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._latest is not None:  # whatever stopped the run (horizon, extra_epochs, a callback)

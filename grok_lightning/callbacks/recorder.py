@@ -78,8 +78,8 @@ class RunRecorder(Callback):
         self.min_interval_s = min_interval_s
         self._last_write = float("-inf")
         self.record: dict | None = None
-        self._elapsed_before = 0.0
-        self._t0 = time.time()
+        self._elapsed_before = self._cpu_before = 0.0
+        self._t0, self._c0 = time.time(), time.process_time()
         self._evals = 0
         self._outcome_logged_at: int | None = None  # final epoch whose hp/* points TensorBoard has
 
@@ -109,18 +109,20 @@ class RunRecorder(Callback):
 
     def write(self, trainer: Trainer) -> None:
         self.record["wall_time_s"] = self._elapsed_before + (time.time() - self._t0)
+        # this process's CPU seconds (all its threads), summed over resumed segments
+        self.record["cpu_time_s"] = self._cpu_before + (time.process_time() - self._c0)
         write_json_atomic(self.path(trainer), self.record)
         self._last_write = time.monotonic()
 
     # --- hooks ----------------------------------------------------------------------------
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        self._t0 = time.time()
+        self._t0, self._c0 = time.time(), time.process_time()
         started_from = None
         if self.record is not None and self.run_info.get("run_id") not in (None, self.record.get("run_id")):
             # this run starts from another run's checkpoint (E12's groups B and C start from the
             # control run's at the intervention epoch): it keeps that run's history up to there and
             # takes its own identity and configuration
-            started_from, self.record, self._elapsed_before = self.record, None, 0.0
+            started_from, self.record, self._elapsed_before, self._cpu_before = self.record, None, 0.0, 0.0
         if self.record is None:
             config = self._config(trainer, pl_module)
             self.record = new_record(config, run_id=self.run_info.get("run_id"), name=self.run_info.get("name"))
@@ -190,8 +192,10 @@ class RunRecorder(Callback):
 
     def state_dict(self) -> dict:
         elapsed = self._elapsed_before + (time.time() - self._t0)
-        return {"record": self.record, "elapsed": elapsed}
+        cpu = self._cpu_before + (time.process_time() - self._c0)
+        return {"record": self.record, "elapsed": elapsed, "cpu": cpu}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.record = state_dict.get("record")
         self._elapsed_before = float(state_dict.get("elapsed", 0.0))
+        self._cpu_before = float(state_dict.get("cpu", 0.0))

@@ -19,7 +19,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from grok_lightning.config import require, validate_modular_task
+from grok_lightning.config import require, require_choice, validate_modular_task
 
 __all__ = ["ModularArithmeticDataModule", "modular_table"]
 
@@ -64,17 +64,29 @@ class _GatherDataset(Dataset):
         return self.tokens[index], self.labels[index]
 
 
-class _EpochBatchSampler(Sampler):
-    """Yields index tensors of one epoch; the permutation depends only on ``(seed, epoch)``."""
+#: what happens to the ``n mod batch_size`` examples left after the full batches of an epoch
+LAST_BATCH = ("keep", "drop", "balance")
 
-    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int):
+
+class _EpochBatchSampler(Sampler):
+    """Yields index tensors of one epoch; the permutation depends only on ``(seed, epoch)``.
+
+    ``last_batch``: ``keep`` (a smaller last batch: 9 x 512 + 96 at p = 97), ``drop`` (full
+    batches only; a different remainder is left out each epoch) or ``balance`` (as many batches
+    as ``keep``, of sizes differing by at most one: 10 x 470-471).
+    """
+
+    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int, last_batch: str = "keep"):
         self.n, self.batch_size, self.shuffle, self.seed = n, batch_size, shuffle, seed
+        self.last_batch = last_batch
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:  # called by Lightning at the start of every epoch
         self.epoch = epoch
 
     def __len__(self) -> int:
+        if self.last_batch == "drop":
+            return max(1, self.n // self.batch_size)
         return (self.n + self.batch_size - 1) // self.batch_size
 
     def __iter__(self):
@@ -83,7 +95,12 @@ class _EpochBatchSampler(Sampler):
             order = torch.randperm(self.n, generator=generator)
         else:
             order = torch.arange(self.n)
-        yield from order.split(self.batch_size)
+        if self.last_batch == "balance":
+            yield from order.tensor_split(len(self))
+        elif self.last_batch == "drop" and self.n >= self.batch_size:
+            yield from order[: len(self) * self.batch_size].split(self.batch_size)
+        else:
+            yield from order.split(self.batch_size)
 
 
 class ModularArithmeticDataModule(L.LightningDataModule):
@@ -95,6 +112,8 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         train_fraction: fraction of all pairs used for training (0.5 in the paper).
         batch_size: minibatch size (512 in the paper, about 10 steps per epoch at p = 97).
         full_batch: one step per epoch on the whole training split (overrides ``batch_size``).
+        last_batch: ``keep`` (default), ``drop`` or ``balance`` the examples left after the full
+            batches of an epoch (see ``_EpochBatchSampler``).
         split_seed: seed of the train/test permutation; ``None`` uses the run seed
             (``seed_everything``), so each seed also draws its own split, as in the paper.
         random_labels: the paper's null (Fig. 4): permute the training labels with
@@ -109,6 +128,7 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         train_fraction: float = 0.5,
         batch_size: int = 512,
         full_batch: bool = False,
+        last_batch: str = "keep",
         split_seed: int | None = None,
         random_labels: bool = False,
         label_seed: int = 0,
@@ -116,6 +136,7 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         super().__init__()
         validate_modular_task(p, operation, train_fraction)
         require(batch_size >= 1, "data.batch_size", batch_size, "must be an integer >= 1")
+        require_choice("data.last_batch", last_batch, LAST_BATCH)
         self.save_hyperparameters()
         self.p, self.operation = p, operation
         self.vocab_size, self.n_classes = p + 1, p
@@ -146,7 +167,8 @@ class ModularArithmeticDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         batch_size = len(self.y_train) if self.hparams.full_batch else self.hparams.batch_size
-        sampler = _EpochBatchSampler(len(self.y_train), batch_size, shuffle=True, seed=self.split_seed)
+        sampler = _EpochBatchSampler(len(self.y_train), batch_size, shuffle=True, seed=self.split_seed,
+                                     last_batch=self.hparams.last_batch)
         return DataLoader(_GatherDataset(self.x_train, self.y_train), sampler=sampler, batch_size=None)
 
     def eval_splits(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

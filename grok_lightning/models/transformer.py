@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["ATTENTION_SCALES", "DecoderTransformer", "INITS", "NORM_POSITIONS", "SCALES"]
+__all__ = ["ACTIVATIONS", "ATTENTION_SCALES", "DecoderTransformer", "INITS", "NORM_POSITIONS", "SCALES"]
 
 #: the paper's named scales (layers, heads, d_model, d_ff)
 SCALES = {
@@ -34,6 +34,8 @@ INITS = ("pytorch", "gpt", "mha", "xavier")
 ATTENTION_SCALES = ("inv_sqrt_d_head", "none")
 #: LayerNorm placement: before each sub-block (GPT-2) or after the residual sum (Vaswani et al.)
 NORM_POSITIONS = ("pre", "post")
+#: MLP non-linearities (the paper does not state its own; GELU is the default)
+ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 
 
 class CausalSelfAttention(nn.Module):
@@ -57,13 +59,14 @@ class CausalSelfAttention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, attention_scale: str, norm_position: str):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, attention_scale: str, norm_position: str,
+                 activation: str = "gelu"):
         super().__init__()
         self.pre_norm = norm_position == "pre"
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(d_model, n_heads, attention_scale)
         self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), ACTIVATIONS[activation](), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.pre_norm:
@@ -96,6 +99,7 @@ class DecoderTransformer(nn.Module):
         attention_scale: ``inv_sqrt_d_head`` (scores / sqrt(d_head)) or ``none``.
         norm_position: ``pre`` (LayerNorm before each sub-block) or ``post`` (after each residual
             sum); ``ln_f`` is kept in both, so the parameter count does not change.
+        activation: the MLP non-linearity, ``gelu`` or ``relu`` (same parameters either way).
 
     >>> model = DecoderTransformer(98, 97)
     >>> sum(p.numel() for p in model.parameters())
@@ -118,6 +122,7 @@ class DecoderTransformer(nn.Module):
         attention_scale: str = "inv_sqrt_d_head",
         norm_position: str = "pre",
         embedding_std: float | None = None,
+        activation: str = "gelu",
     ):
         super().__init__()
         if d_model % n_heads:
@@ -126,6 +131,7 @@ class DecoderTransformer(nn.Module):
             ("init", init, INITS),
             ("attention_scale", attention_scale, ATTENTION_SCALES),
             ("norm_position", norm_position, NORM_POSITIONS),
+            ("activation", activation, tuple(ACTIVATIONS)),
         ):
             if value not in allowed:
                 raise ValueError(f"{name}={value!r}: must be one of {', '.join(allowed)}")
@@ -133,7 +139,7 @@ class DecoderTransformer(nn.Module):
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, d_ff, attention_scale, norm_position) for _ in range(n_layers)
+            Block(d_model, n_heads, d_ff, attention_scale, norm_position, activation) for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n_classes)

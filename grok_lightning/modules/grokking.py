@@ -20,7 +20,7 @@ from torch.nn import functional as F
 from grok_lightning.config import ConfigError, require, require_choice, validate_optimizer
 from grok_lightning.models import ATTENTION_ARCHS, available, build_model
 from grok_lightning.models.mamba import resolve_backend
-from grok_lightning.models.transformer import ATTENTION_SCALES, INITS, NORM_POSITIONS
+from grok_lightning.models.transformer import ACTIVATIONS, ATTENTION_SCALES, INITS, NORM_POSITIONS
 
 __all__ = ["GrokkingModule", "model_kwargs", "parameter_groups"]
 
@@ -63,6 +63,7 @@ def model_kwargs(hparams) -> dict:
             attention_scale=get("attention_scale", "inv_sqrt_d_head") or "inv_sqrt_d_head",
             norm_position=get("norm_position", "pre") or "pre",
             embedding_std=get("embedding_std"),
+            activation=get("activation", "gelu") or "gelu",
         )
     return kwargs
 
@@ -76,7 +77,8 @@ class GrokkingModule(L.LightningModule):
         d_model, n_layers, n_heads, d_ff: transformer shape (paper canonical 128 / 4 / 8 / 512).
         arch_kwargs: extra keyword arguments for the architecture's builder (the probes' shapes,
             e.g. ``{"expand": 2, "backend": "auto"}`` for Mamba).
-        lr: AdamW learning rate (1e-3, constant, no warmup, no clipping).
+        lr: AdamW learning rate (1e-3, constant after ``warmup_steps``; no clipping unless
+            ``trainer.gradient_clip_val`` is set).
         weight_decay: decoupled AdamW weight decay lambda (the swept quantity).
         betas, eps: AdamW moments (default betas chosen by measurement, see docs/decisions.md).
         weight_decay_scope: ``all`` (default) or ``matrices``; see :func:`parameter_groups`.
@@ -88,6 +90,9 @@ class GrokkingModule(L.LightningModule):
         norm_position: ``pre`` (the paper's pre-LayerNorm) or ``post``.
         embedding_std: redraw token and positional embeddings from normal(0, std) (``None``:
             keep ``init``'s).
+        activation: the transformer MLP's non-linearity, ``gelu`` (default) or ``relu``.
+        warmup_steps: linear learning-rate warmup from 0 over this many optimizer steps (0: none,
+            the paper's stated protocol).
         eval_every: evaluate every this many epochs after the dense phase.
         eval_dense_until: evaluate every epoch up to and including this epoch.
         eval_batch_size: chunk size for evaluation forwards.
@@ -112,6 +117,8 @@ class GrokkingModule(L.LightningModule):
         attention_scale: str = "inv_sqrt_d_head",
         norm_position: str = "pre",
         embedding_std: float | None = None,
+        activation: str = "gelu",
+        warmup_steps: int = 0,
         eval_every: int = 10,
         eval_dense_until: int = 10,
         eval_batch_size: int = 8192,
@@ -124,6 +131,9 @@ class GrokkingModule(L.LightningModule):
         require_choice("model.init", init, INITS)
         require_choice("model.attention_scale", attention_scale, ATTENTION_SCALES)
         require_choice("model.norm_position", norm_position, NORM_POSITIONS)
+        require_choice("model.activation", activation, tuple(ACTIVATIONS))
+        require(isinstance(warmup_steps, int) and warmup_steps >= 0, "model.warmup_steps", warmup_steps,
+                "must be an integer >= 0")
         require(
             embedding_std is None or (math.isfinite(embedding_std) and embedding_std > 0),
             "model.embedding_std", embedding_std, "must be a finite number > 0 or null",
@@ -140,7 +150,9 @@ class GrokkingModule(L.LightningModule):
         self.save_hyperparameters()
         self.model: torch.nn.Module | None = None
         self.collect_attention = False  # set by the diagnostics callback
-        self.last_attentions: list[torch.Tensor] | None = None
+        self.attention_splits: tuple[str, ...] = ("test",)  # the splits whose attention it keeps
+        self.last_attentions: list[torch.Tensor] | None = None  # the test split's
+        self.last_split_attentions: dict[str, list[torch.Tensor]] = {}
         self.diverged_epoch: int | None = None
         self.excluded_reason: str | None = None  # set by intervention callbacks (status 'excluded')
         self.record_extras: dict = {}
@@ -178,7 +190,13 @@ class GrokkingModule(L.LightningModule):
     def configure_optimizers(self):
         hp = self.hparams
         groups = parameter_groups(self.model, hp.weight_decay, hp.weight_decay_scope)
-        return torch.optim.AdamW(groups, lr=hp.lr, betas=tuple(hp.betas), eps=hp.eps)
+        optimizer = torch.optim.AdamW(groups, lr=hp.lr, betas=tuple(hp.betas), eps=hp.eps)
+        warmup = hp.get("warmup_steps", 0)
+        if not warmup:
+            return optimizer
+        # step s (0-based) trains at lr * (s + 1) / warmup until the warmup is over
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # --- training -----------------------------------------------------------------------
     def on_train_epoch_start(self) -> None:
@@ -221,21 +239,24 @@ class GrokkingModule(L.LightningModule):
     def evaluate(self, epoch: int) -> dict[str, float]:
         """Loss and accuracy on the full train and test splits, plus the weight norm.
 
-        When ``collect_attention`` is set, the test split's per-layer attention probabilities
-        are kept in ``last_attentions`` (list of (N_test, H, T, T)) for the diagnostics.
+        When ``collect_attention`` is set, the per-layer attention probabilities of the splits
+        in ``attention_splits`` are kept for the diagnostics, from this same forward:
+        ``last_split_attentions[split]`` (list of (N_split, H, T, T)), and the test split's also
+        in ``last_attentions``.
         """
         was_training = self.training
         self.eval()
         out: dict[str, float] = {}
         splits = self.trainer.datamodule.eval_splits()
-        want_attention = self.collect_attention and self.has_attention
+        keep = set(self.attention_splits) if self.collect_attention and self.has_attention else set()
+        self.last_split_attentions = {}
         for split, (tokens, labels) in splits.items():
             tokens, labels = tokens.to(self.device), labels.to(self.device)
             loss_sum, correct, chunks = 0.0, 0, []
             for start in range(0, len(labels), self.hparams.eval_batch_size):
                 x = tokens[start : start + self.hparams.eval_batch_size]
                 y = labels[start : start + self.hparams.eval_batch_size]
-                if want_attention and split == "test":
+                if split in keep:
                     logits, attention = self.model(x, return_attention=True)
                     chunks.append(attention)
                 else:
@@ -245,7 +266,9 @@ class GrokkingModule(L.LightningModule):
             out[f"{split}_loss"] = loss_sum / len(labels)
             out[f"{split}_acc"] = correct / len(labels)
             if chunks:
-                self.last_attentions = [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
+                self.last_split_attentions[split] = [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
+        if "test" in self.last_split_attentions:
+            self.last_attentions = self.last_split_attentions["test"]
         out["weight_norm"] = self.weight_norm()
         self.train(was_training)
         return out
