@@ -101,6 +101,16 @@ def test_aliases_zip_and_profiles(tmp_path):
         load_sweep(REPO / "configs" / "sweeps" / "canonical_wd.yaml", "gpu")
 
 
+def test_a_label_axis_names_runs_and_stays_out_of_config_and_id(tmp_path):
+    spec = tiny_spec(grid={"seed": [0]}, zip={"p": [23, 29], "operation": ["add", "mul"], "label": ["small", "big"]})
+    labelled = expand(load_sweep(write_spec(tmp_path, spec, "a.yaml")))
+    spec["zip"].pop("label")
+    plain = expand(load_sweep(write_spec(tmp_path, spec, "b.yaml")))
+    assert [r.run_id for r in labelled] == [r.run_id for r in plain]
+    assert [r.name for r in labelled] == [f"seed0_small_{plain[0].run_id[:8]}", f"seed0_big_{plain[1].run_id[:8]}"]
+    assert "label" not in json.dumps(labelled[0].config) and labelled[1].axes["label"] == "big"
+
+
 def test_base_takes_a_list_and_a_profile_adds_to_it(tmp_path):
     """Base configs merge in order, like repeated --config files; a profile's base comes last."""
     (tmp_path / "small.yaml").write_text("model:\n  init_args:\n    lr: 0.002\n    init: default\n")

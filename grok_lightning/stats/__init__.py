@@ -8,6 +8,8 @@ records into them. See ``docs/statistics.md`` for the formulas and the golden nu
 - :mod:`.curves`     nu of t_grok = A (lambda - lambda_c)^-nu, tanh rise, d/H model selection.
 - :mod:`.relaxation` AdamW norm relaxation fit and the horizon bound on lambda_c.
 - :mod:`.regimes`    grok / no-grok / collapse / diverged label of a run (Fig. 1, Fig. 9).
+- :mod:`.trajectory` RMS distance of the median s_bar, sigma_H and test-accuracy curves to the
+  paper's Fig. 2 (read off the published figure).
 - :mod:`.tests`      paired t / Wilcoxon / Cohen's d / bootstrap CI, Bonferroni/Holm,
   permutation test, two-sample Cohen's d, Pearson r with Fisher-z CI.
 """

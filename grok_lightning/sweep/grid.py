@@ -14,6 +14,7 @@ vary::
     zip:                               # optional: axes of equal length, varied together
       p: [23, 29]
       operation: [add, mul]
+      label: [p23add, p29mul]          # optional: names the runs (folder name only, not the config)
     checkpoint_min_epochs: 200         # checkpoints/last.ckpt only for horizons >= this
     checkpoint_every: 50               # (default: the base config's run.checkpoint_every)
     keep_checkpoints: true             # keep last.ckpt after a run finished
@@ -77,6 +78,9 @@ NAME_LABELS = {
     "model.init_args.lr": "lr",
     "trainer.max_epochs": "ep",
 }
+#: an axis that only names runs (e.g. the arms of a zip): it goes into the run's folder name,
+#: never into its config or run id
+LABEL_AXIS = "label"
 #: keys that say where/how fast a run runs, not what it computes: excluded from the run id
 PLACEMENT_KEYS = (
     "trainer.logger.init_args.save_dir",
@@ -366,6 +370,8 @@ def check_sweep(sweep: Sweep, where: str = "sweep") -> None:
         locations[key] = f"overrides.{key}"
     for name, axes in [("grid", sweep.grid), *(("zip", group) for group in sweep.zips)]:
         for key, values in axes.items():
+            if key == LABEL_AXIS:
+                continue
             set_dotted(probe, key, copy.deepcopy(values[0]))
             locations[key] = f"{name}.{key}"
     check_keys(probe, locations, where)
@@ -410,13 +416,17 @@ def expand(sweep: Sweep) -> list[RunSpec]:
             axes.update(part)
         config = copy.deepcopy(base)
         for key, value in axes.items():
+            if key == LABEL_AXIS:
+                continue
             value = _coerce(base, key, copy.deepcopy(value))
             axes[key] = value
             set_dotted(config, key, value)
         run_id = run_id_of(config)
-        # placement keys stay out of the folder name too: a folder must not depend on where the output lives
-        label = "_".join(f"{_label(k)}{_format_value(v)}" for k, v in axes.items()
-                         if not k.endswith("class_path") and k not in PLACEMENT_KEYS)
+        # placement keys stay out of the folder name too: a folder must not depend on where the output lives;
+        # a label axis replaces the axes it names
+        named = {k: v for k, v in axes.items() if LABEL_AXIS not in axes or k in (LABEL_AXIS, *sweep.grid)}
+        label = "_".join(_format_value(v) if k == LABEL_AXIS else f"{_label(k)}{_format_value(v)}"
+                         for k, v in named.items() if not k.endswith("class_path") and k not in PLACEMENT_KEYS)
         name = f"{label[:100]}_{run_id[:8]}" if label else run_id
         if run_id in seen:
             raise ConfigError(f"sweep {sweep.name}: runs {seen[run_id]} and {name} have the same config "

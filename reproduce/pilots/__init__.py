@@ -1,0 +1,1 @@
+"""Pilot studies: scripts that score pilot runs and calibrations (not figure targets)."""

@@ -1,0 +1,43 @@
+"""The Fig. 2 trajectory distance (grok_lightning.stats.trajectory)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import REPO
+
+from grok_lightning.stats.trajectory import median_curve, read_off_reference, trajectory_distance, trajectory_distances
+
+
+def test_reference_is_the_shipped_read_off():
+    ref = read_off_reference()
+    assert len(ref["epoch"]) == 26 and ref["epoch"][0] == 1 and ref["epoch"][-1] == 5000
+    assert ref["s_bar"][0] == 0.926 and max(ref["sigma_H"]) == 0.095
+
+
+def test_medium_fig2_records_give_the_measured_distances():
+    """The shipped medium Fig. 2 records (3 seeds x 2,000 epochs) against the read-off curves:
+    the numbers that motivated the trajectory search."""
+    paths = sorted((REPO / "results" / "medium" / "fig2" / "sweep" / "runs").glob("*/record.json"))
+    histories = [json.loads(p.read_text())["history"] for p in paths]
+    assert len(histories) == 3
+    full, late = trajectory_distances(histories, 1, 2000), trajectory_distances(histories, 500, 2000)
+    assert {k: round(v.rms, 3) for k, v in full.items()} == {"test_acc": 0.021, "s_bar": 0.053, "sigma_H": 0.031}
+    assert {k: round(v.rms, 3) for k, v in late.items()} == {"test_acc": 0.0, "s_bar": 0.033, "sigma_H": 0.05}
+    assert full["s_bar"].epochs[-1] == 2000 and late["s_bar"].n_points == 6
+
+
+def test_window_median_shared_epochs_and_horizon():
+    ref = {"epoch": np.array([10.0, 100.0, 1000.0]), "s_bar": np.array([0.5, 0.5, 0.5])}
+    a = {"epoch": [9, 10, 11, 95, 100, 105], "mean_similarity": [0.4, 0.6, 0.9, 0.5, 0.7, 0.5]}
+    b = {"epoch": [10, 11, 100, 105, 200], "mean_similarity": [0.6, 0.9, 0.7, 0.5, 0.1]}
+    epochs, median = median_curve([a, b], "mean_similarity")
+    assert epochs.tolist() == [10, 11, 100, 105]  # only the epochs both runs have
+    d = trajectory_distance([a, b], "s_bar", reference=ref)
+    # epoch 10: window [9, 11] -> median(0.6, 0.9) = 0.75; epoch 100: [90, 110] -> 0.6; 1000 beyond the horizon
+    assert d.epochs == [10, 100] and d.ours == pytest.approx([0.75, 0.6])
+    assert d.rms == pytest.approx(math.sqrt((0.25**2 + 0.1**2) / 2))
+    assert math.isnan(trajectory_distance([a], "s_bar", lo=2000, reference=ref).rms)
