@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from grok_lightning.stats.trajectory import median_curve, read_off_reference, trajectory_distance, trajectory_distances
 
 
