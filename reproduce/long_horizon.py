@@ -76,15 +76,12 @@ def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict,
     ``tables[run_id]`` is that run's ``pr_norm_checkpoint_table`` under ``pr_construction``."""
     series, csv_rows, tables = [], [], {}
     for record in records:
-        files = checkpoint_files(record, runs_root)
-        if not files:
+        name, points = measured_points(record, runs_root, pr_construction)
+        if not points:
             continue
-        split = eval_split(record, "test")
-        points = [analyse_checkpoint(record, path, split, pr_construction=pr_construction) for path in files.values()]
         eig = {p["epoch"]: p["eigenvalues"] for p in points if p["eigenvalues"] is not None}
         table = pr_norm_checkpoint_table(eig) if eig else {"rows": [], "table": []}
         tables[record["run_id"]] = table
-        name = weights_dir(record, runs_root).parent.name
         by_epoch = {t["epoch"]: t for t in table["table"]}
         layers = {e: [r for r in table["rows"] if r["epoch"] == e and r["valid"]] for e in by_epoch}
         c = record["config"]
@@ -108,6 +105,41 @@ def checkpoint_analysis(records: list[dict], runs_root: Path, lead: dict,
                 "esd_n_matrices": p["esd_n_matrices"], "paper_phase": TABLE3_PHASES.get(e)})
         series.append(s)
     return series, csv_rows, tables
+
+
+#: per run, beside its record: the checkpoint measurements per PR construction. Shipped, so that
+#: the report can be rebuilt where the weight files (not shipped) are absent
+POINTS_FILE = "checkpoint_points.json"
+
+
+def measured_points(record: dict, runs_root: Path, pr_construction: str) -> tuple[str | None, list[dict]]:
+    """``(run folder name, analyse_checkpoint of every saved checkpoint)`` of a run: measured from
+    its weights when they are here (and stored in ``POINTS_FILE`` for later), else read back from
+    that file; no points when neither exists."""
+    files = checkpoint_files(record, runs_root)
+    if files:
+        run_dir = weights_dir(record, runs_root).parent
+    elif record.get("name") and (Path(runs_root) / record["name"]).is_dir():
+        run_dir = Path(runs_root) / record["name"]
+    else:  # a store's run folders end in the run id's first 8 digits
+        run_dir = next(iter(sorted(Path(runs_root).glob(f"*{record.get('run_id', '')[:8]}"))), None)
+    cache = run_dir / POINTS_FILE if run_dir is not None else None
+    stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
+    if files:
+        split = eval_split(record, "test")
+        points = [analyse_checkpoint(record, path, split, pr_construction=pr_construction) for path in files.values()]
+        if cache is not None:
+            stored[pr_construction] = [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in p.items()}
+                                       for p in points]
+            write_json_atomic(cache, _clean(stored))
+        return run_dir.name, points
+    if pr_construction not in stored:
+        if stored:
+            raise SystemExit(f"{cache}: no weights here and no checkpoint measurements for --pr-construction "
+                             f"{pr_construction} (stored: {', '.join(stored)}); retrain the run or pick one of those")
+        return None, []
+    return run_dir.name, [{k: (np.asarray(v, dtype=np.float64) if k in ("eigenvalues", "pr_norm_layers") and v is not None
+                               else v) for k, v in p.items()} for p in stored[pr_construction]]
 
 
 def retention_table(records: list[dict]) -> list[dict]:
@@ -273,6 +305,9 @@ def main(argv=None) -> Path:
         rows["e8"] = part_e8(ctx)
     if "fig6" in parts or "fig7" in parts:
         series, csv_rows, tables = checkpoint_analysis(usable, out / "sweep" / "runs", lead, known.pr_construction)
+        if not csv_rows:
+            raise SystemExit(f"long_horizon: no checkpoint of {len(usable)} run(s) under {out / 'sweep' / 'runs'}: "
+                             f"neither weights/ nor {POINTS_FILE}; rerun the sweep (--only fig3 / e8 need neither)")
         ctx["summary"]["pr_construction"] = known.pr_construction
         with open(out / "checkpoints.csv", "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(csv_rows[0]))

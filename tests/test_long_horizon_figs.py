@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,22 @@ def test_checkpoint_analysis_series_and_c1_table(tmp_path):
     examples = long_horizon.checkpoint_analysis([lead], tmp_path, lead, "examples")[1][1]
     assert examples["pr_norm_mean_layers"] == pytest.approx(float(head_participation_ratio(layers)), abs=1e-9)
     assert row["run"].startswith("wd1.0_seed42_") and row["paper_phase"] is None
+
+
+def test_without_weights_the_analysis_reads_the_stored_measurements(tmp_path):
+    """A clone ships records and checkpoint_points.json, not weights: the analysis from the stored
+    measurements equals the one from the weights, and a construction never measured is one line."""
+    lead = _record(seed=42)
+    weights = _save_run(tmp_path, lead)
+    measured = long_horizon.checkpoint_analysis([lead], tmp_path, lead)
+    shutil.rmtree(weights)
+    assert checkpoint_files(lead, tmp_path) == {}
+    stored = long_horizon.checkpoint_analysis([lead], tmp_path, lead)
+    assert stored[0] == measured[0] and stored[1] == measured[1]
+    assert stored[2][lead["run_id"]]["table"] == measured[2][lead["run_id"]]["table"]
+    with pytest.raises(SystemExit, match="no checkpoint measurements for --pr-construction examples"):
+        long_horizon.checkpoint_analysis([lead], tmp_path, lead, "examples")
+    assert long_horizon.checkpoint_analysis([_record(seed=7)], tmp_path, lead)[1] == []  # nothing stored: no rows
 
 
 def test_retention_table_counts_tags_against_the_paper():
