@@ -21,7 +21,8 @@ from pathlib import Path
 
 from grok_lightning.config import ConfigError
 
-__all__ = ["RESUME_KEYS", "check_ckpt_path", "checkpoint_problem", "load_checkpoint", "safe_globals", "trainer_call"]
+__all__ = ["RESUME_KEYS", "check_checkpoint_shape", "check_ckpt_path", "checkpoint_problem", "checkpoint_run_id",
+           "load_checkpoint", "safe_globals", "trainer_call"]
 
 #: ``ckpt_path`` values that Lightning resolves itself
 SYMBOLIC_PATHS = ("last", "best", "hpc", "registry")
@@ -96,6 +97,31 @@ def checkpoint_problem(path: str | Path, resume: bool = True) -> str | None:
     return None
 
 
+def checkpoint_run_id(path: str | Path) -> str | None:
+    """The run id in a checkpoint's run-recorder state: whose checkpoint it is (``None`` when it
+    carries no recorder state, e.g. a checkpoint written outside this package)."""
+    for key, state in (load_checkpoint(path).get("callbacks") or {}).items():
+        if str(key).startswith("RunRecorder") and isinstance(state, dict):
+            return (state.get("record") or {}).get("run_id")
+    return None
+
+
+#: hyperparameters that set the shapes of a model's parameters: a checkpoint must agree on them
+SHAPE_KEYS = ("arch", "d_model", "n_layers", "n_heads", "d_ff", "arch_kwargs", "modulus", "M", "K", "hidden")
+
+
+def check_checkpoint_shape(path: str | Path, hparams) -> None:
+    """One ``ConfigError`` line, before training, when the checkpoint holds another model shape than
+    ``hparams`` describes (Lightning would fail later, in ``load_state_dict``, with a page)."""
+    saved = load_checkpoint(path).get("hyper_parameters") or {}
+    get = hparams.get if isinstance(hparams, dict) else lambda k, d=None: getattr(hparams, k, d)
+    for key in SHAPE_KEYS:
+        if key in saved and get(key, None) is not None and saved[key] != get(key, None) and \
+                not (key == "modulus" and saved[key] is None):
+            raise ConfigError(f"ckpt_path={path}: a checkpoint of another model ({key} {saved[key]!r}, this run "
+                              f"{get(key, None)!r})")
+
+
 def check_ckpt_path(ckpt_path, resume: bool) -> None:
     """A ``ckpt_path`` argument that names a file must name a usable checkpoint (one line if not)."""
     if ckpt_path is not None and str(ckpt_path) not in SYMBOLIC_PATHS:
@@ -113,6 +139,9 @@ def trainer_call(method, *args, ckpt_path: str | None = None, weights_only: bool
         raise ConfigError("weights_only=False: refused (checkpoints are loaded as data only, with weights_only=True)")
     if ckpt_path is not None:
         check_ckpt_path(ckpt_path, resume=getattr(method, "__name__", "") == "fit")
+        module = args[0] if args else kwargs.get("model")
+        if str(ckpt_path) not in SYMBOLIC_PATHS and module is not None and hasattr(module, "hparams"):
+            check_checkpoint_shape(ckpt_path, module.hparams)
         if "weights_only" in inspect.signature(method).parameters:  # Lightning >= 2.5
             kwargs["weights_only"] = True
     with safe_globals():

@@ -46,11 +46,12 @@ def _package_verbs() -> dict:
 
 
 def check_config_files(argv: list[str]) -> None:
-    """Every ``--config FILE`` exists and holds a YAML mapping (else one line naming the file).
+    """Every ``--config FILE`` exists and holds a YAML mapping whose classes come from trusted
+    packages (else one line naming the file).
 
     Values that are inline configs (``--config '{trainer: {max_epochs: 5}}'``) are left to the
     parser."""
-    from grok_lightning.config import read_yaml
+    from grok_lightning.config import check_class_paths, read_yaml
 
     for i, arg in enumerate(argv):
         if arg in ("-c", "--config") and i + 1 < len(argv):
@@ -65,6 +66,7 @@ def check_config_files(argv: list[str]) -> None:
         if not isinstance(data, dict):
             found = "an empty file" if data is None else f"a YAML {type(data).__name__}"
             raise ConfigError(f"--config {path}: {found}; expected a mapping of keys (model:, data:, trainer:, ...)")
+        check_class_paths(data, f"--config {path}")
 
 
 def _run_lightning(argv: list[str], from_shell: bool) -> None:

@@ -108,14 +108,57 @@ def validate_run_config(config: dict) -> None:
             require(math.isfinite(value), f"model.{name}", value, "must be a finite number")
 
 
+#: the most values a config may expand to (aliases counted each time they are used): nested
+#: aliases make a few lines expand to billions of values ("billion laughs")
+MAX_YAML_VALUES = 1_000_000
+
+
+def _expanded_size(tree: Any, memo: dict | None = None) -> int:
+    """Values in ``tree`` with every shared (aliased) subtree counted at each use; memoised by
+    identity, so it costs one pass over the distinct objects however large the expansion."""
+    memo = {} if memo is None else memo
+    if id(tree) in memo:
+        return memo[id(tree)]
+    memo[id(tree)] = 1  # a cycle (a recursive alias) counts once
+    children = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, list) else ()
+    size = 1 + sum(_expanded_size(child, memo) for child in children)
+    memo[id(tree)] = size
+    return size
+
+
+def _strict_loader():
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (YAML keeps the last one,
+    silently)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: its keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.YAMLError(f"key {key!r} written twice (lines {seen[key] + 1} and "
+                                         f"{key_node.start_mark.line + 1}); keep one")
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    return StrictLoader
+
+
 def read_yaml(path: str | Path, what: str) -> Any:
-    """``yaml.safe_load`` of a file; a missing file or bad YAML is a one-line ``ConfigError``
-    naming the file (and the line and column of a syntax error)."""
+    """YAML of a file, safely (no code, no key twice, no alias bomb); a missing file or bad YAML is a
+    one-line ``ConfigError`` naming the file (and the line and column of a syntax error)."""
     import yaml
 
     try:
         with open(path) as handle:
-            return yaml.safe_load(handle)
+            data = yaml.load(handle, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+        if _expanded_size(data) > MAX_YAML_VALUES:
+            raise ConfigError(f"{what} {path}: expands to more than {MAX_YAML_VALUES:,} values (nested YAML aliases); "
+                              "refused")
+        return data
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: no such file") from None
     except IsADirectoryError:
@@ -127,6 +170,37 @@ def read_yaml(path: str | Path, what: str) -> Any:
         at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ConfigError(f"{what} {path}: not valid YAML{at}: {problem}") from None
+
+
+#: where a class named in a file may come from: this package, Lightning, torch and torchmetrics.
+#: A user's own classes are named on the command line (``--trainer.callbacks+=mypkg.Callback``),
+#: never taken from a file: a config, sweep, plan or record from elsewhere is data, not code.
+TRUSTED_CLASS_PREFIXES = ("grok_lightning.", "lightning.", "pytorch_lightning.", "lightning_fabric.", "torch.",
+                          "torchmetrics.")
+
+
+def check_class_paths(tree: Any, where: str, path: str = "") -> None:
+    """Raise ``ConfigError`` (one line) for a ``class_path`` outside :data:`TRUSTED_CLASS_PREFIXES`.
+
+    A bare class name (``TensorBoardLogger``) is resolved by the parser among classes already
+    imported, so it imports nothing and is accepted.
+
+    >>> check_class_paths({"trainer": {"callbacks": [{"class_path": "payload.Evil"}]}}, "plan.json")
+    Traceback (most recent call last):
+    ...
+    grok_lightning.config.ConfigError: plan.json: trainer.callbacks.0.class_path='payload.Evil': classes named in a file must come from grok_lightning, lightning, pytorch_lightning, lightning_fabric, torch or torchmetrics (name your own on the command line)
+    """
+    if isinstance(tree, dict):
+        value = tree.get("class_path")
+        if isinstance(value, str) and "." in value and not value.startswith(TRUSTED_CLASS_PREFIXES):
+            allowed = [p.rstrip(".") for p in TRUSTED_CLASS_PREFIXES]
+            raise ConfigError(f"{where}: {path + '.' if path else ''}class_path={value!r}: classes named in a file must "
+                              f"come from {', '.join(allowed[:-1])} or {allowed[-1]} (name your own on the command line)")
+        for key, child in tree.items():
+            check_class_paths(child, where, f"{path}.{key}" if path else str(key))
+    elif isinstance(tree, list):
+        for i, child in enumerate(tree):
+            check_class_paths(child, where, f"{path}.{i}" if path else str(i))
 
 
 # --- jsonargparse's errors as one line --------------------------------------------------------

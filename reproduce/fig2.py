@@ -14,12 +14,34 @@ from pathlib import Path
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.figures import FIG2_PAPER, figure_two_phase
 from grok_lightning.stats import phase_summary
+from grok_lightning.stats.trajectory import FIG2_GOALS, trajectory_distances
 from reproduce.common import describe, median_ci, parse_args, sweep_records, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 2"
 #: the Phase-1 rise in the paper's text; Fig. 2's median starts near 0.925 at initialisation (read off)
 PAPER_PHASE1 = {"s_bar_memorised": 0.93, "s_bar_peak": 0.995, "phase1_rise": 0.995 - 0.93}
+
+
+#: the paper states t_grok at lambda = 1 as a range; the rise and the dip are changes (no effect: 0)
+PAPER_CI = {"grok_epoch": [120, 130]}
+NULLS = {"phase1_rise": 0.0}
+
+
+def distance_rows(records: list[dict], horizon: int, profile: str) -> list[dict]:
+    """The whole trajectory: RMS distance of our median curves to the paper's (read off its Fig. 2)."""
+    histories = [r["history"] for r in records]
+    rows = []
+    for lo in (1, 500):
+        if lo >= horizon:
+            continue
+        distances = trajectory_distances(histories, lo, min(horizon, 3000))
+        for curve, d in distances.items():
+            rows.append(row(PAPER, f"RMS distance of the median {curve} curve to the paper's median, epochs {lo}-{d.hi}",
+                            0.0, d.rms, profile, len(histories), tolerance=FIG2_GOALS[curve],
+                            note=f"{d.n_points} read-off epochs (reference/fig2_median_read_off.csv, reading error "
+                                 f"~0.005); goal <= {FIG2_GOALS[curve]}; released reading, test split"))
+    return rows
 
 
 def main(argv=None) -> Path:
@@ -58,7 +80,9 @@ def main(argv=None) -> Path:
         values = [v for v in column(key) if v is not None]
         value, ci = median_ci(values) if values else (None, None)
         note = "; ".join(filter(None, [note, f"{len(values)}/{len(usable)} seeds defined" if len(values) < len(usable) else ""]))
-        rows.append(row(PAPER, quantity, paper_value, value, args.profile, len(values), ours_ci=ci, note=note))
+        rows.append(row(PAPER, quantity, paper_value, value, args.profile, len(values), ours_ci=ci, note=note,
+                        paper_ci=PAPER_CI.get(key), null=NULLS.get(key)))
+    rows += distance_rows(usable, horizon, args.profile)
     summary = {"profile": args.profile, "seeds": seeds, "horizon": horizon, "n_runs": len(records),
                "statuses": {r["run_id"] or r["name"]: r["status"] for r in records}, "per_seed": per_seed,
                "config": usable[0]["config"] if usable else None}

@@ -19,6 +19,7 @@ from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width
 from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
 from grok_lightning.stats.tests import unbiased_std_factor
+from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.common import describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
@@ -27,6 +28,26 @@ PAPER = "2605.20441 Fig. 4"
 PAPER_VALUES = {"dh": [2, 4, 8, 16, 32], "peak": [0.055, 0.062, 0.086, 0.113, 0.099], "null": 0.087,
                 "null_sd": 0.025, "true": 0.112, "perm_p": 0.0094, "d": 1.107}
 TRUE_DH = 16  # the real-task arm of the paper's null comparison is the canonical d/H = 16
+CHECK_WORDS = {"flat": "peak sigma_H (epochs > 100) does not stand out of its trajectory",
+               "edge": "the peak is the first or the last evaluation after epoch 100 (start-up transient or end of run)"}
+PAPER_SHAPE = {"d_model": 128, "n_layers": 4}
+
+
+def invalid_reason(records: list[dict]) -> str | None:
+    """Why these runs cannot measure the head-width effect: the peaks they are scored by are not
+    peaks (grok_lightning.stats.validity), or the model is not the paper's width and depth, which
+    sets the amplitude (the paper's own a7: d = 2.19 between high and low d_model)."""
+    checks = []
+    for r in records:
+        h = r["history"]
+        check = peak_check(h["epoch"], h.get("entropy_std", []), lo=100)
+        checks.append({"flat": not check.stands_out, "edge": check.on_edge})
+    reasons = [summarise_checks(checks, CHECK_WORDS)]
+    shapes = {(r["config"]["model"]["d_model"], r["config"]["model"]["n_layers"]) for r in records}
+    if shapes != {(PAPER_SHAPE["d_model"], PAPER_SHAPE["n_layers"])}:
+        reasons.append(f"model d_model x layers {sorted(shapes)} (paper 128 x 4; the amplitude depends on d_model, "
+                       "the paper's own d = 2.19)")
+    return "; ".join(r for r in reasons if r) or None
 
 
 def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 10000) -> dict:
@@ -65,25 +86,29 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     fig.savefig(out / "fig4_head_width.png", dpi=130)
     note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" \
         else (differs or "")
+    invalid = invalid_reason(done)
     rows = [
-        row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null), note=note),
-        row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true), note=note),
+        row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null), note=note,
+            invalid=invalid),
+        row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true),
+            note=note, invalid=invalid),
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
-            None if perm is None else perm.get("p"), profile, len(true) + len(null), note=note),
-        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], d, profile, len(true) + len(null), note=note),
+            None if perm is None else perm.get("p"), profile, len(true) + len(null), note=note, invalid=invalid),
+        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], d, profile, len(true) + len(null), note=note, null=0.0,
+            invalid=invalid),
         row(PAPER, "AIC-preferred d/H model", "saturating_exp", fit["best"] if fit else None, profile, len(dh),
             note=f"{'' if fit else 'not fitted (< 3 bins); '}with the unbiased spread: "
-                 f"{fit_unbiased['best'] if fit_unbiased else '-'}; {note}".rstrip("; ")),
+                 f"{fit_unbiased['best'] if fit_unbiased else '-'}; {note}".rstrip("; "), invalid=invalid),
     ]
     for b in sorted(set(dhs)):
         paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(int(b))
         inside = dh == b
         rows.append(row(PAPER, f"peak sigma_H at d/H = {int(b)} (bin mean; unbiased spread in the note)", paper_value,
                         _mean(peak[inside]), profile, int(inside.sum()),
-                        note=f"unbiased: {_mean(unbiased[inside]):.4f}; {note}".rstrip("; ")))
+                        note=f"unbiased: {_mean(unbiased[inside]):.4f}; {note}".rstrip("; "), invalid=invalid))
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
                "null": null.tolist(), "fit": fit, "fit_unbiased": fit_unbiased,
-               "permutation": perm, "cohens_d": d, "sweep": info}
+               "permutation": perm, "cohens_d": d, "sweep": info, "invalid": invalid}
     write_outputs(out, summary, rows)
     return summary
 

@@ -18,13 +18,28 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law, records_to_arrays
-from reproduce.common import describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import describe, model_shape, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 5"
 #: published values (a5_wdc_fit.json / a5_nu_jackknife.json under ../shared/reference)
 LAPLACE = 0.5
 PAPER_VALUES = {"wd_c": 0.0158, "wd_c_ci": [0.0109, 0.0200], "n": 210, "nu": 0.757, "nu_ci": [0.725, 0.799], "nu_n": 140}
+
+
+#: the paper's canonical sweep: lambda_c and nu are properties of a model at a horizon
+PAPER_SHAPE, PAPER_HORIZON = "4L x 8H d128", 5000
+
+
+def invalid_reason(records: list[dict], horizon: int) -> str | None:
+    """A lambda_c (and nu) measured on another model or at another horizon cannot test the paper's
+    numbers: the grok fraction at a lambda is a statement about both (lambda_c scales roughly as
+    1/horizon, Fig. 11)."""
+    shapes = sorted({model_shape(r) for r in records})
+    if shapes == [PAPER_SHAPE] and horizon >= PAPER_HORIZON:
+        return None
+    return (f"model {', '.join(shapes)} at a {horizon:,}-epoch horizon (paper: {PAPER_SHAPE} at {PAPER_HORIZON:,}); "
+            "lambda_c moves with both by construction")
 
 
 def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 1500) -> dict:
@@ -59,21 +74,22 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"))
     fig.savefig(out / "fig5_critical.png", dpi=130)
     n_fit = paper_fit.n_fit
-    note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), smaller "
-                                           f"model: lambda_c differs by design")
+    note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), "
+                                           f"{model_shape(records[0])} model")
+    invalid = invalid_reason(records, info["horizon"])
     rows = [
         row(PAPER, "lambda_c, least-squares logistic + bootstrap (paper method)", PAPER_VALUES["wd_c"],
             _finite(paper_fit.wd_c), profile, n_fit, PAPER_VALUES["wd_c_ci"], _ci(paper_fit.wd_c_ci),
-            note=f"{note}; status {paper_fit.status}".strip("; ")),
+            note=f"{note}; status {paper_fit.status}".strip("; "), invalid=invalid),
         row(PAPER, "lambda_c, binomial GLM (our addition)", PAPER_VALUES["wd_c"], _finite(glm_fit.wd_c), profile,
-            glm_fit.n_fit, PAPER_VALUES["wd_c_ci"], _ci(glm_fit.wd_c_ci), note=f"status {glm_fit.status}"),
+            glm_fit.n_fit, PAPER_VALUES["wd_c_ci"], _ci(glm_fit.wd_c_ci), note=f"status {glm_fit.status}", invalid=invalid),
         *([] if smoothed is None else [row(
             PAPER, f"lambda_c, paper method with Laplace smoothing {LAPLACE} (outcomes separable)", PAPER_VALUES["wd_c"],
             _finite(smoothed.wd_c), profile, smoothed.n_fit, PAPER_VALUES["wd_c_ci"], _ci(smoothed.wd_c_ci),
-            note=f"status {smoothed.status}; used for nu and Fig. 11")]),
+            note=f"status {smoothed.status}; used for nu and Fig. 11", invalid=invalid)]),
         row(PAPER, "nu of t_grok ~ (lambda - lambda_c)^-nu", PAPER_VALUES["nu"],
             None if nu_fit is None else nu_fit.nu, profile, 0 if nu_fit is None else nu_fit.n_points,
-            PAPER_VALUES["nu_ci"], None if nu_fit is None else _ci(nu_fit.nu_ci), note=nu_error or note),
+            PAPER_VALUES["nu_ci"], None if nu_fit is None else _ci(nu_fit.nu_ci), note=nu_error or note, invalid=invalid),
     ]
     fits = {"profile": profile, "horizon": info["horizon"], "paper": paper_fit.to_dict(), "glm": glm_fit.to_dict(),
             "paper_smoothed": None if smoothed is None else smoothed.to_dict(), "main": main_fit.to_dict(),

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ import yaml
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_forest
 from grok_lightning.stats import correct, paired_comparison, peak_entropy_std
+from grok_lightning.stats.validity import decided_early, peak_check, summarise_checks
 from reproduce.common import (
     LAUNCH,
     REPO,
@@ -105,12 +107,46 @@ def outcomes(record: dict, epoch: int, window: int | None = None) -> dict:
             "peak_entropy_std_whole_run": whole if ok else np.nan}
 
 
+#: the first epochs after E in which an intervention group's peak is the intervention's own
+#: transient (a fresh head is more diffuse than trained ones), not the dynamics it sets off
+EARLY_EPOCHS = 20
+CHECK_WORDS = {"flat": "A's peak sigma_H does not stand out of its trajectory",
+               "edge": "E sits on the edge of its allowed range",
+               "early": f"the intervention group's peak falls within {EARLY_EPOCHS} epochs after E"}
+
+
+def pair_checks(table: dict, keys: list, peaks: dict, allowed: tuple[float, float]) -> dict:
+    """Per pair: whether A shows a peak to act on and whether each intervention group's outcome is
+    decided at the first evaluations after E (grok_lightning.stats.validity)."""
+    checks = {}
+    for key in keys:
+        h = table["A"][key]["history"]
+        lo, hi = allowed
+        peak = peak_check(h["epoch"], h.get("entropy_std", []), lo, hi if hi is not None else math.inf)
+        checks[key] = {"A": {**peak.to_dict(), "E": peaks[key]}}
+        for g in table:
+            if g != "A":
+                gh = table[g][key]["history"]
+                checks[key][g] = {"early": decided_early(gh["epoch"], gh.get("entropy_std", []), peaks[key], EARLY_EPOCHS)}
+    return checks
+
+
+def invalid_reason(checks: dict, contrast: str) -> str | None:
+    """Why a contrast cannot test the paper's claim (``None`` when a majority of pairs can)."""
+    b, a = contrast.split("-")
+    units = [{"flat": not c["A"]["stands_out"], "edge": c["A"]["on_edge"],
+              "early": any(c[g]["early"] for g in (b, a) if g != "A")} for c in checks.values()]
+    return summarise_checks(units, CHECK_WORDS)
+
+
 def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path, n_bootstrap: int = 10000,
-            window: int | None = None) -> dict:
+            window: int | None = None, allowed: tuple[float, float | None] = (100, None)) -> dict:
+    """Paired tests of every contrast; ``allowed``: the range (after, before] in which E was taken."""
     out.mkdir(parents=True, exist_ok=True)
     table = {g: {(r["config"]["seed"], r["config"]["wd"]): r for r in recs} for g, recs in groups.items()}
     names = list(groups)
     keys = sorted(k for k in peaks if all(k in table[g] for g in names))
+    checks = pair_checks(table, keys, peaks, allowed)
     values = {g: {o: np.array([outcomes(table[g][k], peaks[k], window)[o] for k in keys], float) for o in OUTCOMES}
               for g in names}
     wds = sorted({k[1] for k in keys})
@@ -161,13 +197,15 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
         quantity = (f"Cohen's d, peak sigma_H on {where}, {t['contrast']} at lambda {t['stratum']}" if main_row else
                     f"Cohen's d, whole-run peak sigma_H (secondary), {t['contrast']} at lambda {t['stratum']}")
         rows.append(row(PAPER, quantity, paper[0] if paper else None, t.get("cohen_d"), profile, t.get("n", 0),
-                        note=note))
+                        note=note, null=0.0, invalid=invalid_reason(checks, t["contrast"])))
     for g in names:
         grokked = int(np.isfinite(values[g]["grok_epoch"]).sum())
         rows.append(row(PAPER, f"group {g}: grokked / pairs", "20/20 (A, B), 19/19 (C)", f"{grokked}/{len(keys)}",
                         profile, len(keys)))
     summary = {"profile": profile, "pairs": [list(k) for k in keys], "peaks": {f"{k[0]}_{k[1]}": v for k, v in peaks.items()},
-               "window": window, "tests": tests, "excluded": excluded, "sweep": info,
+               "window": window, "tests": tests, "excluded": excluded, "sweep": info, "allowed_range": list(allowed),
+               "checks": {f"{k[0]}_{k[1]}": v for k, v in checks.items()},
+               "invalid": {f"{b}-{a}": invalid_reason(checks, f"{b}-{a}") for b, a in CONTRASTS if b in groups and a in groups},
                "grok_rates": {g: [int(np.isfinite(values[g]["grok_epoch"]).sum()), len(keys)] for g in names}}
     write_outputs(out, summary, rows)
     return summary
@@ -179,6 +217,15 @@ def _args(group: str, profile: str) -> dict:
 
 def _g(x):
     return "-" if x is None else f"{x:.3g}"
+
+
+def allowed_range(profile: str) -> tuple[float, float | None]:
+    """(after_epoch, before_epoch) of the control's InterventionSource in this profile."""
+    from grok_lightning.sweep.grid import get_dotted, load_sweep
+
+    config = load_sweep(SWEEPS / "interventions.yaml", profile=profile).expand()[0].config
+    source = next(c for c in get_dotted(config, "trainer.callbacks") if c["class_path"].endswith("InterventionSource"))
+    return source["init_args"].get("after_epoch", 100), source["init_args"].get("before_epoch")
 
 
 def control_peaks(control: list[dict], store: Path) -> tuple[dict, dict]:
@@ -212,7 +259,7 @@ def main(argv=None) -> Path:
             continue
         path = derived_sweep(group, args.profile, peaks, starts, out / group)
         groups[group] = sweep_records(path, args.profile, out / group, args.workers)
-    summary = analyse(groups, peaks, args.profile, out, window=args.window)
+    summary = analyse(groups, peaks, args.profile, out, window=args.window, allowed=allowed_range(args.profile))
     print(f"fig8: {len(summary['pairs'])} pairs; {out / 'fig8_forest.png'}")
     return out
 

@@ -1,60 +1,133 @@
 """reproduction/REPORT.md from the rows and figures each target wrote in this invocation.
 
 Each target writes ``<out>/<target>/rows.json``: a list of rows
-``{paper, quantity, paper_value, paper_ci, ours, ours_ci, profile, n, note}``. Numbers come from
-run records and fit JSONs of the run that just happened; nothing here is typed in. The verdict is
-computed: ``CIs overlap`` / ``CIs differ`` when both sides have intervals, ``paper value inside
-our CI`` / ``outside our CI`` when only ours has one, ``no value`` when we have none (the row's note
-says why: a target that could not run, a quantity undefined at this horizon).
+``{paper, quantity, paper_value, paper_ci, ours, ours_ci, profile, n, note, null, invalid}``.
+Numbers come from run records and fit JSONs of the run that just happened; nothing here is typed
+in. The verdict is computed from the row, in one vocabulary (:data:`VERDICTS`), each with its
+reason after a colon:
+
+* ``invalid test``: the design cannot show the effect (``invalid`` says why; the target's
+  checks in :mod:`grok_lightning.stats.validity` decide it). Never evidence of either sign.
+* ``not run here``: no number of ours (the note says why: GPU-sized, undefined at this horizon).
+* ``matches the paper in number``: the paper's value inside our CI (or the two CIs overlap, or
+  ours inside the paper's CI); without any CI, within the row's stated ``tolerance``, else equal
+  at the precision the paper prints; for a
+  count, the paper's proportion inside our Wilson interval; for a named outcome, the same name.
+* ``same direction, different size``: not a match, but ours and the paper's lie on the same side
+  of the row's ``null`` (the no-effect value, e.g. 0 for a Cohen's d), with our CI excluding it.
+* ``not reproduced``: anything else with a paper value.
+
+A row without a paper value has no verdict (``-``): it is context, not a comparison.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
-__all__ = ["verdict", "write_report", "row"]
+__all__ = ["VERDICTS", "verdict", "verdict_class", "write_report", "row"]
+
+VERDICTS = ("matches the paper in number", "same direction, different size", "not reproduced", "invalid test",
+            "not run here")
 
 
-def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=None, ours_ci=None, note: str = "") -> dict:
+def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=None, ours_ci=None, note: str = "",
+        null=None, invalid: str | None = None, tolerance: float | None = None) -> dict:
+    """One report row; ``null``: the no-effect value of the quantity (direction verdicts);
+    ``invalid``: why the design cannot show the effect (the verdict is then ``invalid test``);
+    ``tolerance``: a stated goal (``|ours - paper| <= tolerance`` matches) for rows without CIs."""
     return dict(paper=paper, quantity=quantity, paper_value=paper_value, paper_ci=paper_ci, ours=ours,
-                ours_ci=ours_ci, profile=profile, n=n, note=note)
+                ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, tolerance=tolerance)
 
 
 def _finite(x) -> bool:
-    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+    return x is not None and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _printed_digits(x: float) -> int:
+    """Significant digits the paper printed: the fewest that give back its value."""
+    return next((k for k in range(1, 16) if float(f"{x:.{k}g}") == x), 16)
+
+
+def _count(text: str) -> tuple[int, int] | None:
+    match = re.search(r"(\d+)\s*/\s*(\d+)", text)
+    return (int(match[1]), int(match[2])) if match and int(match[2]) > 0 else None
+
+
+def _wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    p, denom = k / n, 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / denom, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _named(r: dict) -> str:
+    ours, paper = r["ours"], r.get("paper_value")
+    counts = _count(ours), _count(str(paper)) if paper is not None else None
+    if counts[0] and counts[1]:
+        lo, hi = _wilson(*counts[0])
+        inside = lo <= counts[1][0] / counts[1][1] <= hi
+        return ("matches the paper in number" if inside else "not reproduced") + \
+            f": {ours} (Wilson 95% [{lo:.2f}, {hi:.2f}]) vs {paper}"
+    if paper is None:
+        return "-"
+    return "matches the paper in number" if ours == paper else f"not reproduced: {ours} vs {paper}"
 
 
 def verdict(r: dict) -> str:
-    """
+    """The row's verdict in the one vocabulary (module docstring), with its reason.
+
     >>> verdict(row("p", "q", 0.0158, 0.02, "smoke", 10, [0.0109, 0.02], [0.015, 0.03]))
-    'CIs overlap'
+    'matches the paper in number: CIs overlap'
     >>> verdict(row("p", "q", 0.0158, 0.3, "smoke", 10, [0.0109, 0.02], [0.2, 0.4]))
-    'CIs differ'
+    'not reproduced: CIs differ'
+    >>> verdict(row("p", "q", -0.88, -0.3, "medium", 8, ours_ci=[-0.6, -0.1], null=0))
+    'same direction, different size: paper value outside our CI'
     >>> verdict(row("p", "q", 0.5, None, "smoke", 0))
-    'no value'
-    >>> verdict(row("p", "q", "20/20", "6/6", "medium", 6))
-    'count (compare)'
-    >>> verdict(row("p", "q", "saturating_exp", "linear", "medium", 10))
-    'differs from the paper'
+    'not run here'
+    >>> verdict(row("p", "q", -0.88, 7.3, "medium", 6, invalid="A has no peak"))
+    'invalid test: A has no peak'
+    >>> verdict(row("p", "q", "20/20 (A, B)", "6/6", "medium", 6))
+    'matches the paper in number: 6/6 (Wilson 95% [0.61, 1.00]) vs 20/20 (A, B)'
+    >>> verdict(row("p", "q", 174, 174.0, "medium", 15)), verdict(row("p", "q", 0.8, 0.7982, "medium", 5))
+    ('matches the paper in number: equal at the printed precision', 'matches the paper in number: equal at the printed precision')
     """
-    ours, ours_ci, paper_ci = r.get("ours"), r.get("ours_ci"), r.get("paper_ci")
+    if r.get("invalid"):
+        return f"invalid test: {r['invalid']}"
+    ours, paper, ours_ci, paper_ci = r.get("ours"), r.get("paper_value"), r.get("ours_ci"), r.get("paper_ci")
     if isinstance(ours, str):
-        if "/" in ours:  # a count such as "6/6": shown side by side with the paper's
-            return "count (compare)"
-        return "same as the paper" if ours == r.get("paper_value") else "differs from the paper"  # a named outcome
+        return _named(r)
     if not _finite(ours):
-        return "no value"
+        return "not run here"
+    if not _finite(paper):
+        return "-"
     has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)
     if has(ours_ci) and has(paper_ci):
-        return "CIs overlap" if ours_ci[0] <= paper_ci[1] and paper_ci[0] <= ours_ci[1] else "CIs differ"
-    if has(ours_ci) and _finite(r.get("paper_value")):
-        return "paper value inside our CI" if ours_ci[0] <= r["paper_value"] <= ours_ci[1] else "paper value outside our CI"
-    if _finite(r.get("paper_value")):
-        diff = ours - r["paper_value"]
-        return f"no CI; ours - paper = {diff:+.3g}"
-    return "reported (no paper value)"
+        match, how = ours_ci[0] <= paper_ci[1] and paper_ci[0] <= ours_ci[1], ("CIs overlap", "CIs differ")
+    elif has(ours_ci):
+        match, how = ours_ci[0] <= paper <= ours_ci[1], ("paper value inside our CI", "paper value outside our CI")
+    elif has(paper_ci):
+        match, how = paper_ci[0] <= ours <= paper_ci[1], ("ours inside the paper's CI", "ours outside the paper's CI")
+    elif _finite(r.get("tolerance")):
+        match = abs(ours - paper) <= r["tolerance"]
+        how = (f"within the stated tolerance {r['tolerance']:g}", f"|ours - paper| > the stated tolerance {r['tolerance']:g}")
+    else:
+        k = _printed_digits(paper)
+        match = f"{ours:.{k}g}" == f"{paper:.{k}g}"
+        how = ("equal at the printed precision", f"no CI; ours - paper = {ours - paper:+.3g}")
+    if match:
+        return f"matches the paper in number: {how[0]}"
+    null = r.get("null")
+    if _finite(null) and (ours - null) * (paper - null) > 0 and not (has(ours_ci) and ours_ci[0] <= null <= ours_ci[1]):
+        return f"same direction, different size: {how[1]}"
+    return f"not reproduced: {how[1]}"
+
+
+def verdict_class(text: str) -> str:
+    """The vocabulary word of a verdict (its text before the colon); ``-`` for no verdict."""
+    head = text.split(":")[0]
+    return head if head in VERDICTS else "-"
 
 
 def _fmt(value, ci=None) -> str:
@@ -69,9 +142,9 @@ def _fmt(value, ci=None) -> str:
 PROFILE_NOTES = {
     "smoke": "`smoke` runs are shrunk to 2 CPU cores: a pipeline check; compare them with the paper qualitatively "
              "and read each row's note.",
-    "medium": "`medium` is the paper's protocol with fewer seeds and shorter horizons that still reach each effect "
-              "(at most 8 CPU-hours on 2 cores); its run records are shipped in this folder and `make report "
-              "PROFILE=medium` regenerates this file from them without training.",
+    "medium": "`medium` is the paper's model and protocol with fewer seeds, on CPU (rows on a smaller model say so); "
+              "its run records are shipped in this folder and `make report PROFILE=medium` regenerates this file "
+              "from them without training.",
     "paper": "`paper` is the exact protocol.",
 }
 

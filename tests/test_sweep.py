@@ -425,7 +425,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_sweep(tmp_path, keep_t
     # in this process (no worker): the results must not depend on where a run ran
     result = run_sweep(path, out=clean, workers=0, threads_per_worker=1, stream=open(os.devnull, "w"))
     assert result.statuses == {"completed": 6}
-    drop = ["wall_time_s", "attempts"]
+    drop = ["wall_time_s", "cpu_time_s", "attempts"]
     a, b = collect(killed).drop(columns=drop), collect(clean).drop(columns=drop)
     pd.testing.assert_frame_equal(a, b)
     for entry in plan:
@@ -463,5 +463,5 @@ def test_ray_launcher_runs_the_same_grid(tmp_path, keep_torch_threads):
     assert result.statuses == {"completed": 2}
     local = run_sweep(path, out=tmp_path / "local", workers=0, threads_per_worker=1, stream=open(os.devnull, "w"))
     assert local.statuses == {"completed": 2}
-    drop = ["wall_time_s", "attempts"]
+    drop = ["wall_time_s", "cpu_time_s", "attempts"]
     assert collect(tmp_path / "ray").drop(columns=drop).equals(collect(tmp_path / "local").drop(columns=drop))

@@ -96,7 +96,8 @@ class InterventionSource(Callback):
             extras = getattr(pl_module, "record_extras", None)
             if extras is not None:
                 extras["intervention_source"] = {"peak_epoch": self.peak_epoch, "peak_value": self.peak_value,
-                                                 "checkpoint": str(self.peak_path(trainer)) if self.save_peak else None}
+                                                 "checkpoint": str(self.peak_path(trainer)) if self.save_peak else None,
+                                                 "range": [self.after_epoch, self.before_epoch]}
 
     def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # after the evaluation chain (the recorder has appended this epoch's row), so the

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grok_lightning.config import ConfigError, read_yaml
+from grok_lightning.config import ConfigError, check_class_paths, read_yaml
 from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
     ALIASES,
     _delete_dotted,
@@ -348,9 +348,17 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
 
 
 def check_sweep(sweep: Sweep, where: str = "sweep") -> None:
-    """Structure and key checks (one ``ConfigError`` line each)."""
+    """Structure and key checks (one ``ConfigError`` line each); classes it names must come from
+    trusted packages (:func:`~grok_lightning.config.check_class_paths`)."""
     if not sweep.grid and not sweep.zips:
         raise ConfigError(f"{where}: empty grid (give at least one axis under grid: or zip:)")
+    check_class_paths(sweep.base, where, "base")
+    check_class_paths(sweep.overrides, where, "overrides")
+    for name, axes in [("grid", sweep.grid), *(("zip", group) for group in sweep.zips)]:
+        check_class_paths(axes, where, name)
+        for key, values in axes.items():
+            if key.endswith("class_path"):
+                check_class_paths([{"class_path": v} for v in values], where, f"{name}.{key}")
     seen: dict[str, str] = {}
     for i, group in enumerate(sweep.zips):
         lengths = {k: len(v) for k, v in group.items()}

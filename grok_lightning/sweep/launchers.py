@@ -133,7 +133,7 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
     sweep, runs, store = prepare(target, profile, out, extend=extend)
     with store.lock():
         store.initialize(sweep, runs, extend=extend)
-        plan = store.load_plan()
+        plan = store.checked_plan(runs)
         if only is not None:
             plan = [entry for entry in plan if only(entry)]
         todo = [entry for entry in plan if store.status_of(entry["name"]) not in FINAL_STATUSES]
@@ -256,7 +256,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store, devices=Non
     next_id = 0
     log_path = store.root / "workers.log"
     log = open(log_path, "a")
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONSAFEPATH="1")  # python >= 3.11: no working directory on the workers' sys.path
     if threads:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[var] = str(threads)

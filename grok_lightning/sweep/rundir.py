@@ -24,7 +24,7 @@ from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, new
 
 __all__ = ["ATTEMPTS_FILE", "LOG_FILE", "OWNER_FILE", "checkpoint_to_resume", "clean", "error_line", "log_tail",
            "mark_failed", "output_to", "owner_alive", "pid_alive", "proc_start", "read_record", "record_config",
-           "run_summary"]
+           "run_dir_of", "run_summary"]
 
 ATTEMPTS_FILE = "attempts.jsonl"
 OWNER_FILE = ".owner"
@@ -156,6 +156,25 @@ def run_summary(task: dict, record: dict | None, **extra) -> dict:
     return result
 
 
+# --- where a run lives ----------------------------------------------------------------------------
+def run_dir_of(store_root: str | Path, name: str) -> Path:
+    """``<store>/runs/<name>``, refused (one line) unless ``name`` is one plain path part that stays
+    inside ``runs/`` and the folder is not a symbolic link: a run folder is emptied on a restart,
+    so it must never point elsewhere."""
+    from grok_lightning.config import ConfigError
+
+    runs = Path(store_root).resolve() / "runs"
+    text = str(name)
+    if not text or text in (".", "..") or Path(text).name != text or "/" in text or "\\" in text:
+        raise ConfigError(f"run name {text!r}: must be one plain folder name inside {runs}")
+    run_dir = runs / text
+    if run_dir.is_symlink():
+        raise ConfigError(f"{run_dir}: a symbolic link; a run folder must be a real folder inside {runs}")
+    if run_dir.resolve().parent != runs.resolve():
+        raise ConfigError(f"run name {text!r}: resolves outside {runs}")
+    return run_dir
+
+
 # --- checkpoints and files ------------------------------------------------------------------------
 def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
     """``(ckpt_path, problem)``: the checkpoint to resume from, or why the file there cannot be
@@ -170,7 +189,12 @@ def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
 
 
 def clean(run_dir: Path) -> None:
-    """Empty ``run_dir`` for a start from scratch, keeping its attempts log and owner file."""
+    """Empty ``run_dir`` for a start from scratch, keeping its attempts log and owner file. A
+    symbolic link is refused, never followed."""
+    if Path(run_dir).is_symlink():
+        from grok_lightning.config import ConfigError
+
+        raise ConfigError(f"{run_dir}: a symbolic link; refusing to empty what it points to")
     for child in run_dir.iterdir():
         if child.name in KEEP_ON_RESTART:
             continue

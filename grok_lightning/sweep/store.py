@@ -35,7 +35,8 @@ from filelock import FileLock, Timeout
 
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
-from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, check_sweep, get_dotted, max_epochs_of
+from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, canonical_json, check_sweep, get_dotted, max_epochs_of
+from grok_lightning.sweep.rundir import run_dir_of
 
 __all__ = ["COUNT_ORDER", "SweepLock", "SweepLockedError", "SweepStore", "collect", "write_table"]
 
@@ -137,7 +138,7 @@ class SweepStore:
         return self.root / RUNS_DIR
 
     def run_dir(self, name: str) -> Path:
-        return self.runs_dir / name
+        return run_dir_of(self.root, name)
 
     def record_path(self, name: str) -> Path:
         return self.run_dir(name) / RECORD_NAME
@@ -155,12 +156,17 @@ class SweepStore:
     def load_plan(self) -> list[dict]:
         try:
             with open(self.root / PLAN_FILE) as handle:
-                return json.load(handle)["runs"]
+                runs = json.load(handle)["runs"]
         except FileNotFoundError:
             raise ConfigError(f"{self.root}: not a sweep directory (no {PLAN_FILE}); start one with "
                               f"`grok-lightning sweep run SWEEP_FILE --out {self.root}`") from None
-        except (ValueError, KeyError) as err:
-            raise ConfigError(f"{self.root / PLAN_FILE}: unreadable ({err})") from None
+        except (ValueError, KeyError, TypeError) as err:
+            raise ConfigError(f"{self.root / PLAN_FILE}: unreadable ({type(err).__name__}: {err})") from None
+        if not isinstance(runs, list) or not all(isinstance(e, dict) and isinstance(e.get("run_id"), str)
+                                                 and isinstance(e.get("name"), str) for e in runs):
+            raise ConfigError(f"{self.root / PLAN_FILE}: not a plan (runs must be a list of entries with a run_id "
+                              "and a name)")
+        return runs
 
     def load_sweep(self) -> Sweep:
         """The stored sweep; a missing or damaged ``sweep.yaml`` is one line."""
@@ -203,6 +209,23 @@ class SweepStore:
         os.replace(tmp, self.root / SWEEP_FILE)
         write_json_atomic(self.root / PLAN_FILE, {"sweep": sweep.name, "profile": sweep.profile,
                                                   "runs": [r.to_dict() for r in runs]})
+
+    def checked_plan(self, runs: list[RunSpec]) -> list[dict]:
+        """The plan to run: the runs derived from the sweep (never the entries of ``plan.json``,
+        which is a file anyone may have edited), after checking that ``plan.json`` still says the
+        same; a difference is one line naming the run and the field."""
+        derived = [r.to_dict() for r in runs]
+        stored = {entry.get("run_id"): entry for entry in self.load_plan() if isinstance(entry, dict)}
+        for entry in derived:
+            old = stored.get(entry["run_id"])
+            if old is None:
+                continue  # initialize() adopted a changed grid (--extend) or is about to write it
+            for field in ("name", "config", "axes"):
+                if canonical_json(old.get(field)) != canonical_json(entry[field]):
+                    raise ConfigError(f"{self.root / PLAN_FILE}: run {entry['run_id']} has another {field} than its "
+                                      f"sweep.yaml gives ({field} was edited); restore plan.json or start the sweep "
+                                      f"again with another --out")
+        return derived
 
     # records
     def read_record(self, name: str) -> dict | None:

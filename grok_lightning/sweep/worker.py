@@ -49,6 +49,7 @@ from grok_lightning.sweep.rundir import (
     proc_start,
     read_record,
     record_config,
+    run_dir_of,
     run_summary,
 )
 
@@ -67,7 +68,7 @@ def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int 
 
     config = copy.deepcopy(entry["config"])
     root = Path(store_root).resolve()
-    run_dir = root / "runs" / entry["name"]
+    run_dir = run_dir_of(root, entry["name"])
     logger = get_dotted(config, "trainer.logger", None)
     if not isinstance(logger, dict) or "class_path" not in logger:
         logger = {"class_path": "lightning.pytorch.loggers.TensorBoardLogger", "init_args": {"default_hp_metric": False}}
@@ -137,6 +138,8 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         previous_handler = None
     try:
         with output_to(run_dir / LOG_FILE, capture_output):
+            check_task(task, ckpt_path, own_checkpoint=ckpt_path is not None and unusable is None and
+                       ckpt_path == str(run_dir / "checkpoints" / "last.ckpt"))
             if ckpt_path:
                 print(f"[grok-lightning sweep] resuming {task['name']} from {ckpt_path}", flush=True)
             if unusable:
@@ -167,6 +170,22 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     if status in FINAL_STATUSES and not task.get("keep_checkpoints", True):
         shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
     return run_summary(task, record, interrupted=interrupted, resumed_from=ckpt_path, unusable_checkpoint=unusable)
+
+
+def check_task(task: dict, ckpt_path: str | None, own_checkpoint: bool) -> None:
+    """Before a run trains: the classes its config names come from trusted packages (a task comes
+    from a results folder, which is data), and its own ``last.ckpt`` is its own: a checkpoint
+    that another run wrote is refused (a run starts from another run's only where its config
+    says ``run.start_from``)."""
+    from grok_lightning.checkpoint_io import checkpoint_run_id
+    from grok_lightning.config import ConfigError, check_class_paths
+
+    check_class_paths(task["config"], f"run {task['name']}")
+    if own_checkpoint:
+        owner = checkpoint_run_id(ckpt_path)
+        if owner is not None and owner != task["run_id"]:
+            raise ConfigError(f"{ckpt_path}: the checkpoint of run {owner}, not of this run ({task['run_id']}); "
+                              "remove it to restart this run from scratch")
 
 
 # --- worker processes -----------------------------------------------------------------------------
@@ -255,6 +274,10 @@ def ray_execute(task: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
+    # `python -m` put the working directory first on sys.path: a module lying there (next to a
+    # sweep folder from elsewhere) must not shadow or add to what a run imports
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 
     parser = argparse.ArgumentParser(prog="python -m grok_lightning.sweep.worker",
                                      description="Run one sweep task (JSON from make_task), or serve a launcher.")

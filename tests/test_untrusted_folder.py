@@ -1,0 +1,163 @@
+"""A sweep folder from someone else is data: each attack as a user would try it, then refused.
+
+1. plan.json names a run folder outside the sweep (or a run folder is a symbolic link): nothing
+   outside the sweep is emptied; one line names the run.
+2. plan.json / sweep.yaml / a --config file names a class from a module next to the sweep: it is
+   never imported.
+3. Another run's last.ckpt planted in a run folder: refused, not adopted.
+4. A checkpoint of another model shape: one line before training.
+Plus YAML: a key written twice, and an alias bomb.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from grok_lightning.config import ConfigError, read_yaml
+from grok_lightning.sweep.launchers import run_sweep
+from grok_lightning.sweep.store import SweepStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_sweep(tmp_path: Path, epochs: int = 2, seeds=(0,)) -> Path:
+    spec = yaml.safe_load((REPO / "configs" / "sweeps" / "tiny_test.yaml").read_text())
+    spec["base"] = str(REPO / "configs" / "canonical.yaml")
+    spec["overrides"]["trainer.max_epochs"] = epochs
+    spec["grid"] = {"wd": [1.0], "seed": list(seeds)}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def quiet_run(target, **kw):
+    return run_sweep(target, workers=0, threads_per_worker=1, stream=open("/dev/null", "w"), **kw)
+
+
+def edit_plan(out: Path, change) -> None:
+    plan = json.loads((out / "plan.json").read_text())
+    change(plan["runs"][0])
+    (out / "plan.json").write_text(json.dumps(plan))
+
+
+@pytest.fixture
+def finished(tmp_path, keep_threads):
+    out = tmp_path / "s"
+    quiet_run(tiny_sweep(tmp_path), out=out)
+    return out
+
+
+@pytest.fixture
+def keep_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_a_plan_naming_a_folder_outside_the_sweep_empties_nothing(finished, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("mine")
+    name = json.loads((finished / "plan.json").read_text())["runs"][0]["name"]
+    (finished / "runs" / name / "record.json").unlink()  # so that the run is due again
+    edit_plan(finished, lambda entry: entry.update(name=str(victim)))
+    with pytest.raises(ConfigError, match="another name than its sweep.yaml gives") as err:
+        quiet_run(finished)
+    assert "\n" not in str(err.value)
+    assert (victim / "keep").read_text() == "mine"
+    with pytest.raises(ConfigError, match="one plain folder name"):
+        SweepStore(finished).run_dir(str(victim))
+    with pytest.raises(ConfigError, match="one plain folder name"):
+        SweepStore(finished).run_dir("..")
+
+
+def test_a_symlinked_run_folder_is_refused_not_followed(finished, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("mine")
+    name = json.loads((finished / "plan.json").read_text())["runs"][0]["name"]
+    run_dir = finished / "runs" / name
+    import shutil
+
+    shutil.rmtree(run_dir)
+    run_dir.symlink_to(victim, target_is_directory=True)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        quiet_run(finished)
+    assert (victim / "keep").read_text() == "mine"
+
+
+def test_a_class_from_next_to_the_sweep_is_never_imported(finished, tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "payload.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nclass Evil: pass\n")
+    name = json.loads((finished / "plan.json").read_text())["runs"][0]["name"]
+    (finished / "runs" / name / "record.json").unlink()
+    evil = [{"class_path": "payload.Evil"}]
+    edit_plan(finished, lambda entry: entry["config"]["trainer"].update(callbacks=evil))
+    cli = [sys.executable, "-m", "grok_lightning.cli", "sweep", "run", str(finished), "--workers", "1"]
+    done = subprocess.run(cli, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "plan.json" in done.stderr and not marker.exists()
+    # the same class in the stored sweep.yaml: refused when the sweep is read
+    stored = yaml.safe_load((finished / "sweep.yaml").read_text())
+    stored["overrides"]["trainer.callbacks"] = evil
+    (finished / "sweep.yaml").write_text(yaml.safe_dump(stored))
+    with pytest.raises(ConfigError, match="payload.Evil.*must come from grok_lightning"):
+        SweepStore(finished).load_sweep()
+    # and in a --config file given to fit
+    config = tmp_path / "evil.yaml"
+    config.write_text("trainer:\n  callbacks:\n    - class_path: payload.Evil\n")
+    fit = [sys.executable, "-m", "grok_lightning.cli", "fit", "--config", str(config)]
+    done = subprocess.run(fit, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "payload.Evil" in done.stderr
+    assert not marker.exists()
+
+
+def test_another_runs_checkpoint_is_refused_not_adopted(tmp_path, keep_threads):
+    out = tmp_path / "s"
+    path = tiny_sweep(tmp_path, epochs=4, seeds=(0, 1))
+    quiet_run(path, out=out)
+    store = SweepStore(out)
+    a, b = [entry["name"] for entry in store.load_plan()]
+    planted = store.run_dir(a) / "checkpoints" / "last.ckpt"
+    planted.write_bytes((store.run_dir(b) / "checkpoints" / "last.ckpt").read_bytes())
+    record = json.loads(store.record_path(a).read_text())
+    record["status"] = "running"
+    store.record_path(a).write_text(json.dumps(record))
+    quiet_run(out)
+    after = json.loads(store.record_path(a).read_text())
+    assert after["status"] == "failed" and "the checkpoint of run" in after["error"].splitlines()[-1]
+    assert after["history"] == record["history"]  # not B's
+
+
+def test_a_checkpoint_of_another_shape_is_one_line_before_training(tmp_path, keep_threads, tiny):
+    from grok_lightning.run import run_config
+
+    config = tiny(max_epochs=2)
+    run_config(config)
+    ckpt = next(Path(tmp_path).rglob("last.ckpt"))
+    other = tiny(max_epochs=4)
+    other["model"]["init_args"]["n_heads"] = 4
+    with pytest.raises(ConfigError, match=r"a checkpoint of another model \(n_heads 2, this run 4\)"):
+        run_config(other, ckpt_path=str(ckpt))
+
+
+def test_yaml_keys_written_twice_and_alias_bombs_are_one_line(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("trainer:\n  max_epochs: 5\n  max_epochs: 50\n")
+    with pytest.raises(ConfigError, match="'max_epochs' written twice"):
+        read_yaml(twice, "config")
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]" for i in range(8)]
+    bomb.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="expands to more than"):
+        read_yaml(bomb, "config")
+    merged = tmp_path / "merge.yaml"  # a merge key may be overridden: that is not a key twice
+    merged.write_text("base: &base {a: 1, b: 2}\nuse:\n  <<: *base\n  b: 3\n")
+    assert read_yaml(merged, "config")["use"] == {"a": 1, "b": 3}
