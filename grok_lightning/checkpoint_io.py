@@ -56,12 +56,16 @@ def safe_globals():
 def _reason(err: BaseException) -> str:
     """One line for a failed load (torch's message for a refused pickle is a page of advice)."""
     text = str(err)
-    refused = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+    # torch < 2.10: "Unsupported global: GLOBAL os.system"; torch 2.13: "Trying to load unsupported
+    # GLOBAL posix.system whose module posix is blocked"
+    refused = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) (\S+)", text)
     if refused:
         return f"it asks the unpickler to call {refused.group(1)}, refused by weights_only=True"
     if "WeightsUnpickler error" in text:
         detail = text.split("WeightsUnpickler error:", 1)[1].strip().splitlines()[0].strip()
         return f"not a torch checkpoint: cannot be unpickled as data ({detail})"
+    if "Weights only load failed" in text:  # torch's advice to retry with weights_only=False is not ours
+        return "it holds objects other than tensors and plain data, refused by weights_only=True"
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
 
@@ -123,8 +127,14 @@ def check_checkpoint_shape(path: str | Path, hparams) -> None:
 
 
 def check_ckpt_path(ckpt_path, resume: bool) -> None:
-    """A ``ckpt_path`` argument that names a file must name a usable checkpoint (one line if not)."""
-    if ckpt_path is not None and str(ckpt_path) not in SYMBOLIC_PATHS:
+    """A ``ckpt_path`` argument must name a usable checkpoint file (one line if not). Lightning's
+    symbolic values (``last``, ``best``, ``hpc``, ``registry``) name checkpoints that Lightning's
+    own ModelCheckpoint, SLURM or its model registry keep; runs here keep ``last.ckpt`` in their
+    folder, so these are refused with the way that works."""
+    if ckpt_path is not None and str(ckpt_path) in SYMBOLIC_PATHS:
+        raise ConfigError(f"ckpt_path={ckpt_path}: Lightning's symbolic checkpoints are not kept here; give a file "
+                          "(<run folder>/checkpoints/last.ckpt) or resume the latest run with --resume")
+    if ckpt_path is not None:
         problem = checkpoint_problem(ckpt_path, resume=resume)
         if problem is not None:
             raise ConfigError(f"ckpt_path={problem}")
@@ -134,13 +144,13 @@ def trainer_call(method, *args, ckpt_path: str | None = None, weights_only: bool
     """``method(*args, ckpt_path=..., **kwargs)`` for a Trainer method (``trainer.fit``,
     ``validate``, ``test``, ``predict``): a checkpoint file that cannot be used is a one-line
     ``ConfigError`` before anything starts, and Lightning loads it with ``weights_only=True`` too.
-    Lightning's symbolic paths (``last``, ``best``, ...) are resolved and loaded by Lightning."""
+    Lightning's symbolic paths (``last``, ``best``, ...) are refused (:func:`check_ckpt_path`)."""
     if weights_only is False:
         raise ConfigError("weights_only=False: refused (checkpoints are loaded as data only, with weights_only=True)")
     if ckpt_path is not None:
         check_ckpt_path(ckpt_path, resume=getattr(method, "__name__", "") == "fit")
         module = args[0] if args else kwargs.get("model")
-        if str(ckpt_path) not in SYMBOLIC_PATHS and module is not None and hasattr(module, "hparams"):
+        if module is not None and hasattr(module, "hparams"):
             check_checkpoint_shape(ckpt_path, module.hparams)
         if "weights_only" in inspect.signature(method).parameters:  # Lightning >= 2.5
             kwargs["weights_only"] = True

@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {argv[0]}: not implemented by these modules (evaluation runs inside fit, on the full "
               f"splits; read record.json or TensorBoard); expected one of: {', '.join(VERB_HELP)}", file=sys.stderr)
         return 2
+    if argv[0] == "fit" and "--resume" in argv:  # sugar for --run.resume true
+        argv = [a for a in argv if a != "--resume"] + ["--run.resume", "true"]
+        from_shell = False
     try:
         if argv[0] in verbs:
             return int(verbs[argv[0]](argv[1:]) or 0)
@@ -119,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # jsonargparse wraps our ConfigError while instantiating classes
         config_error = _find_config_error(err)
         if config_error is None:
+            if isinstance(err, OSError):  # read-only output, a full disk, a file where a folder should be
+                print(f"error: {f'{err.filename}: ' if err.filename else ''}{err.strerror or err}", file=sys.stderr)
+                return 2
             raise
         print(f"error: {config_error}", file=sys.stderr)
         return 2

@@ -106,6 +106,12 @@ def validate_run_config(config: dict) -> None:
         value = init_args.get(name)
         if isinstance(value, float):
             require(math.isfinite(value), f"model.{name}", value, "must be a finite number")
+    eps = init_args.get("eps")
+    if eps is not None:  # Adam divides by sqrt(v) + eps: 0 gives 0/0 on a zero gradient
+        require(_finite(eps) and eps > 0, "model.eps", eps, "must be a finite number > 0")
+    seed = config.get("seed_everything")
+    if seed is not None and not isinstance(seed, bool):
+        require(isinstance(seed, int) and 0 <= seed < 2**32, "seed_everything", seed, "must be an integer in [0, 2**32)")
 
 
 #: the most values a config may expand to (aliases counted each time they are used): nested

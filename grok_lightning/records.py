@@ -53,12 +53,22 @@ def _json_safe(value: Any) -> Any:
     return repr(value)
 
 
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; set back at once (at import, before any thread)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
     """Write ``payload`` as JSON to ``path`` atomically (temp file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a record gets the user's normal mode
         with os.fdopen(fd, "w") as handle:
             json.dump(_json_safe(payload), handle, indent=1, sort_keys=False)
             handle.flush()
@@ -155,14 +165,18 @@ def last_epoch(record: dict) -> int | None:
 
 def load_record(path: str | os.PathLike) -> dict:
     """Load one record; raise ``ValueError`` naming the file if it is not a valid record."""
+    from grok_lightning.config import ConfigError  # a ValueError: one line wherever it surfaces
+
     path = Path(path)
     try:
         with open(path) as handle:
             record = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(record, dict) or "status" not in record or "config" not in record:
-        raise ValueError(f"{path}: not a grok_lightning run record (missing status/config)")
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(record, dict) or "status" not in record or not isinstance(record.get("config"), dict):
+        raise ConfigError(f"{path}: not a grok_lightning run record (missing status/config)")
+    if not isinstance(record.get("history", {}), dict):
+        raise ConfigError(f"{path}: not a grok_lightning run record (history is not a mapping of columns)")
     return record
 
 

@@ -6,7 +6,8 @@ and every sweep launcher go through :class:`GrokCLI`, so a run behaves the same 
 What is always attached, in this order (the order matters for ``on_evaluation_end``):
 ``ScheduledEvaluation`` -> ``GrokDetector`` -> ``StopState`` -> ``AttentionDiagnostics``
 (GrokkingModule) -> user callbacks (interventions, detectors) -> ``RunRecorder`` ->
-``ModelCheckpoint`` (``last.ckpt`` every ``run.checkpoint_every`` epochs, for resuming).
+``ResumeCheckpoint`` (``last.ckpt`` every ``run.checkpoint_every`` epochs, every
+``run.checkpoint_minutes`` of wall time, and on SIGINT/SIGTERM, which stop the run gracefully).
 Checkpoints are read with ``weights_only=True`` only (:mod:`grok_lightning.checkpoint_io`).
 """
 
@@ -18,14 +19,14 @@ from dataclasses import dataclass
 
 import torch
 from lightning.pytorch import LightningDataModule, LightningModule
-from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
 from grok_lightning.callbacks.grok import StopState
+from grok_lightning.callbacks.resume import ResumeCheckpoint
 from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
-from grok_lightning.config import ConfigError, require_choice, validate_run_config
+from grok_lightning.config import ConfigError, require, require_choice, validate_run_config
 
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
 
@@ -38,7 +39,9 @@ class RunSettings:
 
     Args:
         profile: ``smoke``, ``paper`` or ``custom``; stated in records, figures and hparams.
-        checkpoint_every: save ``last.ckpt`` every this many epochs (0 disables checkpoints).
+        checkpoint_every: save ``last.ckpt`` every this many epochs (0: only on a stop signal).
+        checkpoint_minutes: ... and at the first epoch end after this much wall time since the
+            last save (0: not by time; ignored when ``checkpoint_every`` is 0).
         record_path: where the record goes (default: ``<log_dir>/record.json``).
         name: a readable run name for the record (sweeps set it).
         run_id: a stable id (sweeps derive it from the resolved config).
@@ -52,11 +55,15 @@ class RunSettings:
         start_from: another run's checkpoint this run starts from when it has none of its own
             (sweeps; with ``grok-lightning fit`` pass ``--ckpt_path``). The record keeps that run's
             history up to there and says ``started_from``.
+        resume: continue the latest run of this logger (``<save_dir>/<name>/version_*``, or the
+            given ``version``) from its ``checkpoints/last.ckpt``, in the same folder and record
+            (``grok-lightning fit ... --resume``); a new run when there is none.
     """
 
     profile: str = "custom"
     name: str | None = None
     checkpoint_every: int = 50
+    checkpoint_minutes: float = 5.0
     record_path: str | None = None
     run_id: str | None = None
     flush_denormal: bool = True
@@ -64,6 +71,7 @@ class RunSettings:
     diagnostics: bool = True
     matmul_precision: str = "highest"
     start_from: str | None = None
+    resume: bool = False
 
 
 class GrokCLI(LightningCLI):
@@ -93,6 +101,9 @@ class GrokCLI(LightningCLI):
     def _set_seed(self) -> None:
         # Lightning logs "Seed set to N" to stderr here, before the classes are built; it is said in
         # after_instantiate_classes instead, so a bad value is the only line a person sees
+        seed = self._get(self.config, "seed_everything")
+        require(seed is None or isinstance(seed, bool) or (isinstance(seed, int) and 0 <= seed < 2**32),
+                "seed_everything", seed, "must be an integer in [0, 2**32)")
         seed_log = logging.getLogger("lightning.fabric.utilities.seed")
         level = seed_log.level
         seed_log.setLevel(logging.WARNING)
@@ -109,7 +120,9 @@ class GrokCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config.get(self.subcommand) if self.subcommand else self.config
-        validate_run_config(config.as_dict() if hasattr(config, "as_dict") else dict(config))
+        config = config.as_dict() if hasattr(config, "as_dict") else dict(config)
+        validate_run_config(config)
+        check_fits_in_memory(config)
 
     def _parse_ckpt_path(self) -> None:
         # LightningCLI reads the hyperparameters of --ckpt_path here, before anything else runs:
@@ -122,7 +135,12 @@ class GrokCLI(LightningCLI):
 
     # the subcommands: checkpoints are loaded with weights_only=True (grok_lightning.checkpoint_io)
     def fit(self, **kwargs):
+        if RunSettings(**self._section("run")).resume and kwargs.get("ckpt_path") is None:
+            kwargs["ckpt_path"] = resume_latest(self.trainer)
         trainer_call(self.trainer.fit, **kwargs)
+        stopped = stopped_by(self.trainer)
+        if stopped is not None:  # the shell's convention for a process ended by a signal
+            raise SystemExit(128 + stopped)
 
     def validate(self, **kwargs):
         trainer_call(self.trainer.validate, **kwargs)
@@ -154,24 +172,81 @@ class GrokCLI(LightningCLI):
         callbacks += list(extra)
         info = {"profile": run.profile, "run_id": run.run_id, "name": run.name}
         callbacks.append(RunRecorder(record_path=run.record_path, run_info=info))
-        if run.checkpoint_every > 0:
-            callbacks.append(
-                # one rolling file, checkpoints/last.ckpt, overwritten every `checkpoint_every` epochs
-                ModelCheckpoint(
-                    filename="last",
-                    save_top_k=1,
-                    every_n_epochs=run.checkpoint_every,
-                    save_on_train_epoch_end=True,
-                    enable_version_counter=False,
-                )
-            )
-        else:  # otherwise Lightning adds its default ModelCheckpoint, which saves every epoch
-            kwargs["enable_checkpointing"] = False
+        # one rolling file, checkpoints/last.ckpt; Lightning's own ModelCheckpoint (which would
+        # save every epoch by default) is off
+        minutes = run.checkpoint_minutes if run.checkpoint_every > 0 else 0.0
+        callbacks.append(ResumeCheckpoint(every_n_epochs=run.checkpoint_every, every_minutes=minutes))
+        kwargs["enable_checkpointing"] = False
         try:
-            return super().instantiate_trainer(callbacks=callbacks, **kwargs)
+            trainer = super().instantiate_trainer(callbacks=callbacks, **kwargs)
         except (ValueError, MisconfigurationException) as err:  # Trainer's own argument checks
             lines = str(err).strip().splitlines() or [type(err).__name__]
             raise ConfigError(f"trainer: {lines[0]}") from None
+        if trainer.num_devices * trainer.num_nodes > 1:
+            # evaluation, diagnostics and records are written by one process; these models are small
+            # enough that parallel runs (a sweep's workers) use devices better than one split run
+            raise ConfigError(f"trainer.devices={trainer.num_devices} x num_nodes={trainer.num_nodes}: one device "
+                              "per run; run several runs in parallel with `grok-lightning sweep run` instead")
+        return trainer
+
+
+def check_fits_in_memory(config: dict) -> None:
+    """Refuse, in one line naming the field, a transformer whose training would not fit in this
+    machine's memory (before anything is built: a 10^6-wide or 10^5-deep model would otherwise
+    ask the allocator for terabytes, or spend minutes building layers)."""
+    import os
+
+    from grok_lightning.models.transformer import transformer_size
+
+    model = (config.get("model") or {}).get("init_args") or {}
+    data = (config.get("data") or {}).get("init_args") or {}
+    if model.get("arch", "transformer") != "transformer" or "d_model" not in model:
+        return
+    shape = {k: model.get(k) for k in ("d_model", "n_layers", "d_ff")}
+    if not all(isinstance(v, int) and v >= 1 for v in shape.values()):
+        return  # the module's own checks name the bad value
+    p = data.get("p", 97) if isinstance(data.get("p", 97), int) else 97
+    params, needed = transformer_size(p + 1, p, batch_size=data.get("batch_size", 512) or 512, **shape)
+    try:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return
+    if needed > available:
+        field = max(shape, key=lambda k: shape[k] / {"d_model": 128, "n_layers": 4, "d_ff": 512}[k])
+        raise ConfigError(f"model.{field}={shape[field]}: the model would have {params:.3g} parameters and need "
+                          f"~{needed / 2**30:,.0f} GiB to train, more than this machine's {available / 2**30:,.0f} GiB")
+
+
+def resume_latest(trainer) -> str | None:
+    """Point the trainer's logger at the latest run folder of its ``<save_dir>/<name>`` that has a
+    ``checkpoints/last.ckpt`` (or at its given version) and return that checkpoint; ``None``
+    (a new run, said in one line) when there is none."""
+    from pathlib import Path
+
+    logger = trainer.logger
+    if logger is None or not hasattr(logger, "root_dir"):
+        raise ConfigError("run.resume: needs a logger with run folders (TensorBoardLogger or CSVLogger)")
+    given = getattr(logger, "_version", None)
+    root = Path(logger.root_dir)
+    if given is not None:
+        folders = [root / (given if isinstance(given, str) else f"version_{given}")]
+    else:
+        numbered = [(int(p.name.split("_")[1]), p) for p in root.glob("version_*") if p.name.split("_")[1].isdigit()]
+        folders = [p for _, p in sorted(numbered, reverse=True)]
+    for folder in folders:
+        ckpt = folder / "checkpoints" / "last.ckpt"
+        if ckpt.is_file():
+            name = folder.name
+            logger._version = int(name.split("_")[1]) if given is None else given
+            logging.getLogger("lightning.pytorch").info(f"resuming {folder} from {ckpt}")
+            return str(ckpt)
+    logging.getLogger("lightning.pytorch").info(f"run.resume: no checkpoints/last.ckpt under {root}: a new run")
+    return None
+
+
+def stopped_by(trainer) -> int | None:
+    """The signal that stopped this trainer's run gracefully (``ResumeCheckpoint``), if any."""
+    return next((c.stopped_by for c in trainer.callbacks if isinstance(c, ResumeCheckpoint) and c.stopped_by), None)
 
 
 def run_config(config: dict, ckpt_path: str | None = None) -> dict:

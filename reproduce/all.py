@@ -17,7 +17,7 @@ import resource
 import time
 from pathlib import Path
 
-from reproduce.common import INCOMPLETE, launch_argv, parse_args
+from reproduce.common import INCOMPLETE, cli, launch_argv, parse_args
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
@@ -91,4 +91,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -15,7 +15,7 @@ import yaml
 
 from grok_lightning.plots.common import caption, plt
 from grok_lightning.records import FINAL_STATUSES, load_record
-from reproduce.common import REPO, describe, parse_args, write_outputs
+from reproduce.common import REPO, cli, describe, parse_args, write_outputs
 from reproduce.report import row
 
 
@@ -58,4 +58,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -40,10 +40,28 @@ def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
     if extra is not None:
         extra(parser)
     args = parser.parse_args(argv)
+    if not str(args.out).strip() or Path(args.out).is_file():
+        parser.error(f"--out={args.out!r}: must name a folder")
     LAUNCH.update(train=not args.no_train, ensemble_size=args.ensemble_size, launcher=args.launcher,
                   address=args.address, gpus_per_run=args.gpus_per_run, devices=args.devices,
                   runs_per_device=args.runs_per_device)
     return args
+
+
+def cli(main) -> None:
+    """Run a target's ``main()`` as a command: a configuration, record or file-system problem is
+    one ``error:`` line and exit status 2, not a traceback."""
+    import sys
+
+    from grok_lightning.config import ConfigError
+
+    try:
+        main()
+    except ConfigError as err:
+        sys.exit(f"error: {err}")
+    except OSError as err:  # read-only output, a full disk, a file where a folder should be
+        where = f"{err.filename}: " if err.filename else ""
+        sys.exit(f"error: {where}{err.strerror or err}")
 
 
 def launch_argv(args: argparse.Namespace) -> list[str]:

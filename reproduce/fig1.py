@@ -19,7 +19,7 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
-from reproduce.common import describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 1"
@@ -78,4 +78,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

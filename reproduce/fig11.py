@@ -48,6 +48,7 @@ from grok_lightning.stats.relaxation import (
 )
 from reproduce.common import (
     SWEEPS,
+    cli,
     describe,
     median_ci,
     model_shape,
@@ -278,4 +279,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

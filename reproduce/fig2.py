@@ -15,7 +15,7 @@ from grok_lightning.plots.common import caption
 from grok_lightning.plots.figures import FIG2_PAPER, figure_two_phase
 from grok_lightning.stats import phase_summary
 from grok_lightning.stats.trajectory import FIG2_GOALS, trajectory_distances
-from reproduce.common import describe, median_ci, parse_args, sweep_records, write_outputs
+from reproduce.common import cli, describe, median_ci, parse_args, sweep_records, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 2"
@@ -92,4 +92,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

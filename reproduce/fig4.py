@@ -20,7 +20,7 @@ from grok_lightning.plots.interventions import figure_head_width
 from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
 from grok_lightning.stats.tests import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
-from reproduce.common import describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 4"
@@ -131,4 +131,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -18,7 +18,7 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law, records_to_arrays
-from reproduce.common import describe, model_shape, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import cli, describe, model_shape, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 5"
@@ -119,4 +119,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -31,6 +31,7 @@ from reproduce.common import (
     LAUNCH,
     REPO,
     SWEEPS,
+    cli,
     describe,
     model_shape,
     parse_args,
@@ -265,4 +266,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

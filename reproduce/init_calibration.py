@@ -37,7 +37,7 @@ from torch.nn import functional as F
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.metrics.functional import attention_statistics
 from grok_lightning.models.transformer import DecoderTransformer
-from reproduce.common import REPO, SWEEPS
+from reproduce.common import REPO, SWEEPS, cli
 
 RESULTS = REPO / "results" / "pilots" / "init_calibration"
 
@@ -262,4 +262,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

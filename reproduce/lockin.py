@@ -32,7 +32,7 @@ from pathlib import Path
 
 from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH
 from grok_lightning.records import _json_safe
-from reproduce.common import LAUNCH, parse_args, sweep_records, write_outputs
+from reproduce.common import LAUNCH, cli, parse_args, sweep_records, write_outputs
 from reproduce.lockin_activation import target_activation
 from reproduce.lockin_common import (
     P_MEDIAN_ABS_COS,
@@ -199,4 +199,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -32,7 +32,7 @@ from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stag
 from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
 from reproduce.checkpoints import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
-from reproduce.common import REPO, SWEEPS, describe, median_ci, parse_args, sweep_records, sweep_summary
+from reproduce.common import REPO, SWEEPS, cli, describe, median_ci, parse_args, sweep_records, sweep_summary
 from reproduce.report import row
 
 PAPER = "2605.20441"
@@ -373,4 +373,4 @@ def notes(summary: dict) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -19,8 +19,10 @@ import yaml
 
 from grok_lightning.records import write_json_atomic
 from grok_lightning.run import run_config
+from reproduce.common import cli
 
 REPO = Path(__file__).resolve().parents[1]
+
 
 
 def main(argv=None) -> None:
@@ -52,4 +54,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

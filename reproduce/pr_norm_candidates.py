@@ -23,6 +23,7 @@ import torch
 from grok_lightning.metrics.participation import PR_CONSTRUCTIONS, _pr_compute, parse_pr_construction
 from grok_lightning.records import write_json_atomic
 from reproduce.checkpoints import checkpoint_files, eval_split, head_pr_states, load_checkpoint
+from reproduce.common import cli
 from reproduce.long_horizon import paper_table3
 
 __all__ = ["candidate_table", "main"]
@@ -106,4 +107,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

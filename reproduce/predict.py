@@ -30,7 +30,7 @@ from grok_lightning.stats.predict import (
     is_undefined,
     table_records,
 )
-from reproduce.common import SWEEPS, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import SWEEPS, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 E11"
@@ -195,4 +195,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

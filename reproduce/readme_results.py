@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from reproduce.common import REPO
+from reproduce.common import REPO, cli
 from reproduce.report import _fmt, verdict
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
@@ -68,4 +68,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -32,7 +32,7 @@ import numpy as np
 
 from grok_lightning.plots.common import caption
 from grok_lightning.stats.llc import SGLDSettings, devinterp_version
-from reproduce.common import describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 rLLC"
@@ -220,4 +220,4 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

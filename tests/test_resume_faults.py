@@ -52,6 +52,7 @@ def test_a_planted_checkpoint_runs_nothing(tmp_path):
     plant(tmp_path / "last.ckpt", tmp_path / SENTINEL)
     problem = checkpoint_problem(tmp_path / "last.ckpt")
     assert "refused by weights_only=True" in problem and "\n" not in problem
+    assert "asks the unpickler to call" in problem and "weights_only` set to `False`" not in problem  # not torch's advice
     with pytest.raises(ConfigError, match="not a usable checkpoint"):
         load_checkpoint(tmp_path / "last.ckpt")
     from grok_lightning.sweep.worker import checkpoint_to_resume
@@ -180,16 +181,16 @@ def reached():
     if count[0] == n:
         os.kill(os.getpid(), signal.SIGKILL)
 
-from lightning.pytorch.callbacks import ModelCheckpoint
+from grok_lightning.callbacks.resume import ResumeCheckpoint
 from grok_lightning.callbacks import recorder
 from grok_lightning.callbacks.evaluation import ScheduledEvaluation
 
 if kind == "after_checkpoint":  # a checkpoint is on disk (and the record written with it)
-    save = ModelCheckpoint._save_checkpoint
-    def patched(self, trainer, filepath):
-        save(self, trainer, filepath)
+    save = ResumeCheckpoint.save
+    def patched(self, trainer):
+        save(self, trainer)
         reached()
-    ModelCheckpoint._save_checkpoint = patched
+    ResumeCheckpoint.save = patched
 elif kind == "before_final_record":  # training ended; the final record is not written yet
     fit_end = recorder.RunRecorder.on_fit_end
     def patched(self, trainer, pl_module):
@@ -203,15 +204,15 @@ elif kind == "at_train_start":  # the record says running; no checkpoint yet
         start(self, trainer, pl_module)
     ScheduledEvaluation.on_train_start = patched
 elif kind == "pause_after_checkpoint":  # wait for ./go, having said so in ./paused
-    save = ModelCheckpoint._save_checkpoint
-    def patched(self, trainer, filepath):
-        save(self, trainer, filepath)
+    save = ResumeCheckpoint.save
+    def patched(self, trainer):
+        save(self, trainer)
         count[0] += 1
         if count[0] == n:
             open("paused", "w").close()
             while not os.path.exists("go"):
                 time.sleep(0.05)
-    ModelCheckpoint._save_checkpoint = patched
+    ResumeCheckpoint.save = patched
 elif kind == "torn_final_record":  # a filesystem without atomic rename: half the final record
     write = recorder.write_json_atomic
     def patched(path, payload):

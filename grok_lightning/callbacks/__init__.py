@@ -4,8 +4,9 @@ from grok_lightning.callbacks.grok import GrokDetector
 from grok_lightning.callbacks.intervention_source import InterventionSource
 from grok_lightning.callbacks.interventions import HeadReinit, WeightNormClip
 from grok_lightning.callbacks.recorder import RunRecorder
+from grok_lightning.callbacks.resume import ResumeCheckpoint
 
-__all__ = ["AttentionDiagnostics", "GrokDetector", "HeadReinit", "InterventionSource", "RunRecorder",
+__all__ = ["AttentionDiagnostics", "GrokDetector", "HeadReinit", "InterventionSource", "ResumeCheckpoint", "RunRecorder",
            "ScheduledEvaluation", "WeightNormClip", "tensorboard_tag"]
 
 # long-horizon building blocks

@@ -21,6 +21,7 @@ Only global rank 0 computes and logs (the other ranks go on training); the value
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
 
@@ -35,10 +36,12 @@ from grok_lightning.diagnostics.masked import MaskedAttentionStatistics
 from grok_lightning.metrics.functional import STAT_KEYS, check_attention_construction
 from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION
 
-__all__ = ["AnyModelAttentionDiagnostics", "default_inputs", "default_mask"]
+__all__ = ["AnyModelAttentionDiagnostics", "batch_axis", "check_layers", "default_inputs", "default_mask"]
 
 DEFAULT_STATISTICS = ("mean_similarity", "entropy_std", "spectral_gap", "pr_norm")
 _LABEL_KEYS = ("labels", "label")
+#: padding masks, (B, T) in torch and Hugging Face whatever the layout of the other inputs
+MASK_KEYS = ("attention_mask", "src_key_padding_mask", "key_padding_mask")
 
 
 def default_inputs(batch: Any) -> Any:
@@ -57,33 +60,64 @@ def default_mask(inputs: Any) -> Optional[Tensor]:
         return None
     if inputs.get("attention_mask") is not None:  # Hugging Face: 1 = attend, 0 = padding
         return inputs["attention_mask"].bool()
-    for key in ("src_key_padding_mask", "key_padding_mask"):  # torch.nn: True / -inf = padding
+    for key in MASK_KEYS[1:]:  # torch.nn: True / -inf = padding
         padding = inputs.get(key)
         if padding is not None:
             return ~padding if padding.dtype == torch.bool else padding == 0
     return None
 
 
-def _batch_size(inputs: Any) -> int:
+def _batch_size(inputs: Any, axis: int = 0) -> int:
     if isinstance(inputs, Tensor):
-        return inputs.shape[0]
+        return inputs.shape[axis]
     for value in inputs.values():
-        if isinstance(value, Tensor) and value.dim():
-            return value.shape[0]
+        if isinstance(value, Tensor) and value.dim() > axis:
+            return value.shape[axis]
     raise ValueError("cannot find the batch size: no tensor among the inputs")
 
 
-def _chunks(inputs: Any, size: int) -> Iterator[Any]:
-    """Split along the batch dimension; dict entries without that leading size pass through whole."""
-    n = _batch_size(inputs)
+def _chunks(inputs: Any, size: int, axis: int = 0) -> Iterator[Any]:
+    """Split along the batch axis; dict entries without that size there pass through whole, and
+    padding masks (:data:`MASK_KEYS`) are split along their first axis, where their batch is."""
+    n = _batch_size(inputs, axis)
     for start in range(0, n, size):
         if isinstance(inputs, Tensor):
-            yield inputs[start : start + size]
+            yield inputs.narrow(axis, start, min(size, n - start))
         else:
-            yield {
-                k: v[start : start + size] if isinstance(v, Tensor) and v.dim() and v.shape[0] == n else v
-                for k, v in inputs.items()
-            }
+            yield {k: _cut(v, start, size, n, 0 if k in MASK_KEYS else axis) for k, v in inputs.items()}
+
+
+def _cut(value: Any, start: int, size: int, n: int, axis: int) -> Any:
+    if isinstance(value, Tensor) and value.dim() > axis and value.shape[axis] == n:
+        return value.narrow(axis, start, min(size, n - start))
+    return value
+
+
+def batch_axis(model: nn.Module) -> int:
+    """Where the batch is in a tensor input: 1 for torch's sequence-first attention
+    (``nn.MultiheadAttention(batch_first=False)``, the default of ``nn.TransformerEncoderLayer``),
+    else 0. Mixed layouts cannot be told apart and are refused."""
+    firsts = {m.batch_first for m in model.modules() if isinstance(m, nn.MultiheadAttention)}
+    if len(firsts) > 1:
+        raise ValueError(f"{type(model).__name__} mixes batch_first=True and False attention: pass batch_axis=0 or 1")
+    return 1 if firsts == {False} else 0
+
+
+def check_layers(layers: Sequence[Tensor], batch: int, name: str) -> None:
+    """What a forward gave is attention this package can read (one clear error if not): at least
+    one layer of ``(batch, H, T, T)`` with ``H >= 2``. Finite, non-negative values are checked
+    after the padding is masked (:mod:`grok_lightning.diagnostics.masked`): a fully padded row may
+    be NaN."""
+    if not layers:
+        raise RuntimeError(f"no attention layer ran in the forward of {name}")
+    for index, a in enumerate(layers):
+        if a.dim() != 4 or a.shape[-1] != a.shape[-2]:
+            raise ValueError(f"layer {index}: attention of shape {tuple(a.shape)}, expected (B, H, T, T)")
+        if a.shape[0] != batch:
+            raise ValueError(f"layer {index}: attention for {a.shape[0]} examples from a chunk of {batch}: the inputs' "
+                             "batch axis is not the one chunked; pass batch_axis=0 or 1")
+        if a.shape[1] < 2:
+            raise ValueError(f"layer {index}: one head (H = 1): s_bar, sigma_H, the spectral gap and PR_norm compare heads")
 
 
 class AnyModelAttentionDiagnostics(Callback):
@@ -109,6 +143,12 @@ class AnyModelAttentionDiagnostics(Callback):
         cross_attention: also include cross-attention layers (their shapes must match).
         pr_construction: the head covariance behind ``pr_norm`` (default ``examples``; see
             :mod:`grok_lightning.metrics.participation`).
+        batch_axis: the batch axis of a tensor input, for chunking: ``"auto"`` (1 for torch's
+            sequence-first ``nn.MultiheadAttention``, else 0; :func:`batch_axis`), 0 or 1.
+        capture_fn: ``capture_fn(model, inputs, forward_kwargs) -> [(B, H, T, T), ...]``: runs the
+            forward and returns its attention probabilities, for models whose attention no hook
+            can read (``F.scaled_dot_product_attention``); docs/diagnostics_any_model.md has one
+            for a nanoGPT-style block. Default: :class:`AttentionCapture`.
     """
 
     def __init__(
@@ -127,6 +167,8 @@ class AnyModelAttentionDiagnostics(Callback):
         forward_kwargs: Optional[Dict[str, Any]] = None,
         cross_attention: bool = False,
         pr_construction: str = DEFAULT_PR_CONSTRUCTION,
+        batch_axis: int | str = "auto",
+        capture_fn: Optional[Callable[[nn.Module, Any, Dict[str, Any]], Sequence[Tensor]]] = None,
     ):
         unknown = set(statistics) - set(STAT_KEYS)
         if unknown:
@@ -139,6 +181,9 @@ class AnyModelAttentionDiagnostics(Callback):
         self.prefix, self.inputs_fn, self.mask_fn = prefix, inputs_fn, mask_fn
         self.forward_kwargs = dict(forward_kwargs or {})
         self.cross_attention = cross_attention
+        if batch_axis not in ("auto", 0, 1):
+            raise ValueError(f"batch_axis must be 'auto', 0 or 1, got {batch_axis!r}")
+        self.batch_axis, self.capture_fn = batch_axis, capture_fn
         check_attention_construction(pr_construction)
         self.pr_construction = pr_construction
         self.last: Dict[str, float] = {}
@@ -161,6 +206,8 @@ class AnyModelAttentionDiagnostics(Callback):
     # -- one evaluation --------------------------------------------------------------------
     def _batches(self, device: torch.device, convert: Callable[[Any], Any]) -> Iterable[Any]:
         data = self.eval_data
+        if isinstance(data, (tuple, list)) and not data:
+            return []
         if isinstance(data, (Tensor, Mapping, tuple, list)):  # one fixed batch
             if self._device_batch is None or self._device_batch[0] != device:
                 self._device_batch = (device, convert(move_data_to_device(data, device)))
@@ -176,24 +223,42 @@ class AnyModelAttentionDiagnostics(Callback):
         precision = precision or Precision()
         metric = MaskedAttentionStatistics(per_layer=True, pr_construction=self.pr_construction, sync_on_compute=False)
         metric = metric.to(device)
+        axis = batch_axis(model) if self.batch_axis == "auto" else self.batch_axis
         modes = {module: module.training for module in model.modules()}  # restored one by one:
         model.eval()  # a blanket .train() would wake modules the user keeps frozen in eval mode
+        chunks = 0
         try:
-            with torch.no_grad(), precision.val_step_context(), AttentionCapture(model, self.cross_attention) as capture:
+            with torch.no_grad(), precision.val_step_context(), self._capture(model) as capture:
                 for batch in self._batches(device, precision.convert_input):
-                    for inputs in _chunks(self.inputs_fn(batch), self.chunk_size):
-                        if isinstance(inputs, Mapping):
-                            model(**inputs, **self.forward_kwargs)
-                        else:
-                            model(inputs, **self.forward_kwargs)
-                        layers = capture.take()
-                        if not layers:
-                            raise RuntimeError(f"no attention layer ran in the forward of {type(model).__name__}")
+                    for inputs in _chunks(self.inputs_fn(batch), self.chunk_size, axis):
+                        layers = capture(inputs)
+                        check_layers(layers, _batch_size(inputs, axis), type(model).__name__)
                         metric.update(layers, self.mask_fn(inputs))
+                        chunks += 1
         finally:
             for module, training in modes.items():
                 module.training = training
+        if not chunks:
+            raise ValueError("eval_data is empty: no batch to read attention from")
+        if not float(metric.n_rows):
+            raise ValueError("eval_data has no valid token: the mask marks every token as padding")
         return metric.compute()
+
+    @contextlib.contextmanager
+    def _capture(self, model: nn.Module):
+        """A function ``inputs -> layers`` that runs one forward and returns its attention."""
+        if self.capture_fn is not None:
+            yield lambda inputs: list(self.capture_fn(model, inputs, self.forward_kwargs))
+            return
+        with AttentionCapture(model, self.cross_attention) as capture:
+            def run(inputs):
+                if isinstance(inputs, Mapping):
+                    model(**inputs, **self.forward_kwargs)
+                else:
+                    model(inputs, **self.forward_kwargs)
+                return capture.take()
+
+            yield run
 
     def _evaluate(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # one evaluation per optimizer step, whichever schedule asks (gradient accumulation

@@ -20,8 +20,8 @@ Three families are recognised, anywhere inside the module tree that is called:
   blocks already return their probabilities (``forward(..., return_attention=True)``), and a
   forward hook reads them.
 
-Cross-attention (``query`` is not ``key``, e.g. ``TransformerDecoderLayer.multihead_attn``) is
-skipped unless ``cross_attention=True``: its ``(T_q, T_k)`` patterns do not stack with the
+Cross-attention (a ``key`` other than the ``query``, by value, e.g.
+``TransformerDecoderLayer.multihead_attn``) is skipped unless ``cross_attention=True``: its ``(T_q, T_k)`` patterns do not stack with the
 self-attention layers, and the published order parameters are defined on self-attention.
 """
 
@@ -80,6 +80,12 @@ def _find_attention(model: nn.Module):
 _MHA_SIGNATURE = inspect.signature(nn.MultiheadAttention.forward)
 
 
+def _same(query: Tensor, key: Tensor) -> bool:
+    """Self-attention: the key is the query, the same object or equal values (``x`` and
+    ``x.clone()``); cross-attention attends to another sequence, whatever its length."""
+    return query is key or (query.shape == key.shape and bool(torch.equal(query, key)))
+
+
 class AttentionCapture:
     """Context manager: while open, every forward of ``model`` records its attention.
 
@@ -117,7 +123,7 @@ class AttentionCapture:
     def _mha_hook(self, module, args, kwargs, output) -> None:
         call = _MHA_SIGNATURE.bind(module, *args, **kwargs).arguments
         call.pop("self")
-        if not self.cross_attention and call["query"] is not call["key"]:
+        if not self.cross_attention and not _same(call["query"], call["key"]):
             return
         call.update(need_weights=True, average_attn_weights=False)
         # dropout off for the re-issued call: we want the softmax probabilities, and dropout
@@ -209,14 +215,17 @@ class AttentionCapture:
         return layers
 
 
-def attention_probabilities(model: nn.Module, inputs: Any, cross_attention: bool = False, **forward_kwargs) -> List[Tensor]:
+def attention_probabilities(model: nn.Module, inputs: Any, cross_attention: bool = False, capture_fn=None,
+                            **forward_kwargs) -> List[Tensor]:
     """Per-layer softmax attention probabilities of one forward, each ``(B, H, T, T)``.
 
     Runs ``model(**inputs, **forward_kwargs)`` when ``inputs`` is a dict (Hugging Face style),
     else ``model(inputs, **forward_kwargs)``, with an :class:`AttentionCapture` open. The model's
     training mode and autograd are left as they are: call it under ``torch.no_grad()`` and in
     ``eval()`` mode for diagnostics. Raises :class:`UnsupportedModelError` (naming what was
-    looked for) when the model holds no recognised attention.
+    looked for) when the model holds no recognised attention. ``capture_fn(model, inputs,
+    forward_kwargs) -> layers`` replaces the capture for attention no hook can read
+    (``F.scaled_dot_product_attention``; docs/diagnostics_any_model.md).
 
     Example:
         >>> import torch
@@ -226,6 +235,8 @@ def attention_probabilities(model: nn.Module, inputs: Any, cross_attention: bool
         >>> len(layers), tuple(layers[0].shape)
         (2, (3, 4, 3, 3))
     """
+    if capture_fn is not None:
+        return list(capture_fn(model, inputs, forward_kwargs))
     with AttentionCapture(model, cross_attention=cross_attention) as capture:
         if isinstance(inputs, dict):
             model(**inputs, **forward_kwargs)

@@ -17,7 +17,8 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["ACTIVATIONS", "ATTENTION_SCALES", "DecoderTransformer", "INITS", "NORM_POSITIONS", "SCALES"]
+__all__ = ["ACTIVATIONS", "ATTENTION_SCALES", "DecoderTransformer", "INITS", "NORM_POSITIONS", "SCALES",
+           "transformer_size"]
 
 #: the paper's named scales (layers, heads, d_model, d_ff)
 SCALES = {
@@ -161,6 +162,23 @@ class DecoderTransformer(nn.Module):
                 attentions.append(attention)
         logits = self.head(self.ln_f(x[:, -1]))
         return (logits, attentions) if return_attention else logits
+
+
+def transformer_size(vocab_size: int, n_classes: int, d_model: int, n_layers: int, d_ff: int, max_len: int = 3,
+                     batch_size: int = 512) -> tuple[int, int]:
+    """``(parameters, bytes to train)`` of :class:`DecoderTransformer` without building it.
+
+    Bytes: weights, gradients and AdamW's two moments (4 float32 copies) plus one training batch's
+    activations (about 16 values of width d_model and 3 of d_ff per token and layer). An estimate
+    for refusing what cannot fit, not a profile.
+
+    >>> transformer_size(98, 97, 128, 4, 512)[0]
+    818785
+    """
+    per_layer = 4 * d_model * d_model + 4 * d_model + 2 * d_model * d_ff + d_ff + d_model + 4 * d_model
+    params = (vocab_size + max_len) * d_model + n_layers * per_layer + 2 * d_model + d_model * n_classes + n_classes
+    activations = batch_size * max_len * n_layers * (16 * d_model + 3 * d_ff)
+    return params, 4 * (4 * params + activations)
 
 
 def _gpt_init(module: nn.Module) -> None:

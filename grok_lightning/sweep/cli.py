@@ -101,7 +101,7 @@ def _status(args) -> int:
 
     store = SweepStore(args.dir)
     store.load_plan()  # a clear error when DIR is not a sweep
-    index = store.rebuild_index()
+    index = store.rebuild_index(write=False)
     if args.json:
         print(json.dumps(index, indent=1))
         return 0
@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         return {"run": _run, "status": _status, "collect": _collect}[args.command](args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # read-only output, a full disk, a file where a folder should be
+        print(f"error: {f'{err.filename}: ' if err.filename else ''}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -91,6 +91,8 @@ PLACEMENT_KEYS = (
     "run.run_id",
     "run.threads",
     "run.checkpoint_every",
+    "run.checkpoint_minutes",
+    "run.resume",
     # a checkpoint of another run that this run starts from (E12's B and C start from A's at the
     # intervention epoch): its path depends on the output folder; what the run computes does not
     "run.start_from",

@@ -78,6 +78,8 @@ def prepare(target: str | Path, profile: str | None = None, out: str | Path | No
     Nothing is written here; :func:`run_sweep` initializes the store under the lock.
     """
     target = Path(target)
+    if out is not None and (not str(out).strip() or Path(out).is_file()):
+        raise ConfigError(f"--out={str(out)!r}: must name a folder (it is {'empty' if not str(out).strip() else 'a file'})")
     if target.is_dir():
         store = SweepStore(target if out is None else out)
         if out is not None and Path(out).resolve() != target.resolve():
@@ -280,7 +282,7 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store, devices=Non
             device_of[wid] = pick_device(devices, device_of.values())
             worker_env = dict(env, CUDA_VISIBLE_DEVICES=device_of[wid])
         proc = subprocess.Popen(worker_command(os.getpid(), threads), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=log, env=worker_env, text=True, bufsize=1)
+                                stderr=log, env=worker_env, text=True, bufsize=1, start_new_session=True)
         procs[wid], holding[wid] = proc, None
         threading.Thread(target=reader, args=(wid, proc), daemon=True, name=f"sweep-worker-{wid}").start()
 
@@ -307,10 +309,11 @@ def _run_local(tasks, progress, statuses, n_workers, threads, store, devices=Non
         stop["flag"] = True
         progress.message(f"stopping: {signal.Signals(signum).name} received; interrupting running runs "
                          f"(they resume from their checkpoint next time)")
-        if signum == signal.SIGTERM:  # Ctrl-C reaches the workers by itself (same process group)
-            for wid, proc in procs.items():
-                if holding.get(wid) and proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
+        # workers run in their own session (a terminal's Ctrl-C reaches only this process): each
+        # gets one SIGINT, finishes its epoch, writes last.ckpt and reports its run interrupted
+        for wid, proc in procs.items():
+            if holding.get(wid) and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
 
     def on_exit(wid: int) -> None:
         proc = procs.pop(wid)

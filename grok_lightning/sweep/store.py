@@ -254,8 +254,9 @@ class SweepStore:
         except FileNotFoundError:
             return 0
 
-    def rebuild_index(self) -> dict:
-        """Recompute ``index.json`` from the records (and write it atomically)."""
+    def rebuild_index(self, write: bool = True) -> dict:
+        """Recompute ``index.json`` from the records (and write it atomically unless ``write`` is
+        false: ``sweep status`` only reads, so it works on a read-only folder)."""
         plan = self.load_plan()
         runs = {}
         counts = {status: 0 for status in COUNT_ORDER}
@@ -276,7 +277,8 @@ class SweepStore:
             if self.runs_dir.exists() else []
         index = {"root": str(self.root), "updated": time.strftime("%Y-%m-%d %H:%M:%S"),
                  "total": len(plan), "counts": counts, "runs": runs, "not_in_plan": extra}
-        write_json_atomic(self.root / INDEX_FILE, index)
+        if write:
+            write_json_atomic(self.root / INDEX_FILE, index)
         return index
 
     def status_line(self, index: dict | None = None) -> str:

@@ -164,6 +164,7 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
             signal.signal(signal.SIGINT, previous_handler)
         (run_dir / OWNER_FILE).unlink(missing_ok=True)
     record = read_record(record_path)
+    interrupted = interrupted or (record or {}).get("status") == "interrupted"  # stopped gracefully by a signal
     if record is not None and record.get("status") == "running":  # should not happen; never leave it
         record = mark_failed(task, "run ended without a final status")
     status = (record or {}).get("status")

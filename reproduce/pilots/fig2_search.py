@@ -29,11 +29,13 @@ from grok_lightning.metrics.readings import READINGS
 from grok_lightning.plots.trajectory import figure_trajectories
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.trajectory import FIG2_CURVES, FIG2_GOALS, median_curve, trajectory_distances
+from reproduce.common import cli
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "pilots" / "fig2_search"
 INPUT_SETS = ("test", "train", "all", "batch")
 ORDER_PARAMETERS = ("s_bar", "sigma_H")
+
 
 
 def arm_name(label: str, record: dict) -> str:
@@ -196,4 +198,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -1,0 +1,107 @@
+"""ResumeCheckpoint: ``last.ckpt`` for resuming a run, by epochs, by wall time and on a stop signal.
+
+A run resumes only from the end of an epoch: the data order is a function of the epoch alone, so
+a run resumed from an epoch boundary trains exactly as one that never stopped (a checkpoint
+taken mid-epoch would repeat that epoch's first batches). ``last.ckpt`` is therefore written at
+an epoch end (after the evaluation and the record of that epoch) when any of these holds:
+
+* the epoch is a multiple of ``every_n_epochs`` (0: never by epochs);
+* ``every_minutes`` of wall time have passed since the last write (0: never by time), so that a
+  long epoch schedule does not put hours of training at risk;
+* a stop signal arrived (SIGINT or SIGTERM) during the epoch.
+
+On the first SIGINT/SIGTERM the run finishes its epoch, writes ``last.ckpt``, records status
+``interrupted`` and stops; the caller exits non-zero (``stopped_by``). A second signal stops at
+once (``KeyboardInterrupt``): the run then resumes from the previous ``last.ckpt``. Writes are
+atomic (a temporary file and ``os.replace``), so a kill during a write leaves the last one intact.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.utilities import rank_zero_info
+
+__all__ = ["ResumeCheckpoint"]
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class ResumeCheckpoint(Callback):
+    """Writes ``<dirpath or log_dir/checkpoints>/last.ckpt`` (module docstring).
+
+    Args:
+        every_n_epochs: write at every epoch that is a multiple of this (0: not by epochs).
+        every_minutes: write when this much wall time passed since the last write (0: not by time).
+        dirpath: the checkpoint folder (default: ``<trainer.log_dir>/checkpoints``).
+        handle_signals: stop gracefully on SIGINT/SIGTERM (only in the main thread).
+    """
+
+    def __init__(self, every_n_epochs: int = 50, every_minutes: float = 5.0, dirpath: str | None = None,
+                 handle_signals: bool = True):
+        self.every_n_epochs, self.every_minutes = int(every_n_epochs), float(every_minutes)
+        self.dirpath, self.handle_signals = dirpath, handle_signals
+        self.stopped_by: int | None = None  # the signal that stopped the run
+        self._signal: int | None = None
+        self._previous: dict = {}
+        self._last_write = time.monotonic()
+
+    def path(self, trainer: Trainer) -> Path:
+        return Path(self.dirpath or Path(trainer.log_dir or ".") / "checkpoints") / "last.ckpt"
+
+    # --- signals ------------------------------------------------------------------------------
+    def _on_signal(self, signum, frame) -> None:
+        if self._signal is not None:  # the second one: stop now
+            self._restore_handlers()
+            raise KeyboardInterrupt
+        self._signal = signum
+        rank_zero_info(f"{signal.Signals(signum).name} received: finishing this epoch, writing last.ckpt, "
+                       "then stopping (send it again to stop at once)")
+
+    def _restore_handlers(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._last_write = time.monotonic()
+        # after Lightning registered its own SIGTERM handler (whose exception would end the run
+        # mid-epoch, without a checkpoint): ours replaces it for the run's duration
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
+
+    def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._restore_handlers()
+
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        self._restore_handlers()
+
+    # --- writes -------------------------------------------------------------------------------
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        epoch = trainer.current_epoch + 1
+        by_epoch = self.every_n_epochs > 0 and epoch % self.every_n_epochs == 0
+        by_time = self.every_minutes > 0 and time.monotonic() - self._last_write >= 60 * self.every_minutes
+        if by_epoch or by_time or self._signal is not None:
+            self.save(trainer)
+        if self._signal is not None and not trainer.should_stop:
+            # after the write: the checkpoint resumes a run that goes on
+            self.stopped_by = self._signal
+            extras = getattr(pl_module, "record_extras", None)
+            if isinstance(extras, dict):
+                extras["status"] = "interrupted"
+                extras["error"] = f"stopped by {signal.Signals(self._signal).name} after epoch {epoch}; resumes from last.ckpt"
+            trainer.should_stop = True
+
+    def save(self, trainer: Trainer) -> None:
+        path = self.path(trainer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        trainer.save_checkpoint(tmp)
+        if trainer.is_global_zero:
+            os.replace(tmp, path)
+        self._last_write = time.monotonic()
