@@ -8,9 +8,11 @@ TORCH ?= torch==2.13.0
 PROFILE ?= smoke
 OUT ?= reproduction
 PYTEST_ARGS ?=
-# extras installed with the package: `predict` (scikit-learn) for reproduce-predict, `llc` (devinterp; ~50 s,
-# +411 MB) for reproduce-rllc and its tests, both part of reproduce-all; CI adds `ray` for the Ray launcher test
-EXTRAS ?= dev,predict,llc
+# extras installed with the package: `predict` (scikit-learn, small) for reproduce-predict. The heavy ones
+# come in only where they are used: `llc` (devinterp + transformers, ~50 s, +411 MB) with
+# `make reproduce-rllc` (without it, reproduce-all's rLLC rows say "not run: devinterp is not installed"),
+# `ray` for the Ray launcher; CI installs both to run their tests
+EXTRAS ?= dev,predict
 # How the reproduce targets launch their sweeps (empty = the default; docs/gpu.md):
 #   ENSEMBLE=64        train up to 64 compatible runs as one vectorised ensemble per task
 #   WORKERS=N          local worker processes (default: one per core, or DEVICES x RUNS_PER_DEVICE)
@@ -32,7 +34,7 @@ DEVICE ?= cuda
 GPU_CHECK_OUT ?= gpu_check.json
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast gpu-check reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install demo test test-fast gpu-check reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -46,6 +48,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed ## create .venv and install the package with its extras (EXTRAS, default dev,predict,llc)
+
+demo: install ## a first run: the smoke-sized model groks in about a minute on 2 cores; prints where to look
+	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --config configs/smoke.yaml
 
 test: install ## full test suite, including the slow real-training tests (what CI runs)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -95,7 +100,8 @@ reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs a
 	$(PY) -m reproduce.predict --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # without devinterp (an install with EXTRAS lacking `llc`) the target writes "not run" rLLC rows
-reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD; PROFILE=smoke|paper)
+reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra; PROFILE=smoke|paper)
+	$(PY) -m pip install -q -e ".[llc]"
 	$(PY) -m reproduce.rllc --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|medium|paper)

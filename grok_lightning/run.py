@@ -24,6 +24,7 @@ from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
 from grok_lightning.callbacks.grok import StopState
+from grok_lightning.callbacks.progress import RunProgressBar, summary_lines
 from grok_lightning.callbacks.resume import ResumeCheckpoint
 from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
 from grok_lightning.config import ConfigError, require, require_choice, validate_run_config
@@ -31,6 +32,27 @@ from grok_lightning.config import ConfigError, require, require_choice, validate
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
 
 MATMUL_PRECISIONS = ("highest", "high", "medium")
+
+
+class _QuietLightning(logging.Filter):
+    """Third-party lines that tell a user of this package nothing: an advertisement for a logging
+    service, and "GPU/TPU/HPU available: False" when there is none (a GPU that is there but unused
+    is still said)."""
+
+    NOISE = ("💡 Tip:", "GPU available: False", "TPU available: False", "HPU available: False")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.getMessage()).startswith(self.NOISE)
+
+
+def quiet_third_party() -> None:
+    """Install the filter and silence torch's ``LeafSpec`` deprecation raised inside Lightning."""
+    quiet = _QuietLightning()
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _QuietLightning) for f in log.filters):
+            log.addFilter(quiet)
+    warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)` is deprecated")
 
 
 @dataclass
@@ -78,6 +100,7 @@ class GrokCLI(LightningCLI):
     """LightningCLI with the package's callbacks, run settings and grokking criterion."""
 
     def __init__(self, *args, **kwargs):
+        quiet_third_party()
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
@@ -138,6 +161,10 @@ class GrokCLI(LightningCLI):
         if RunSettings(**self._section("run")).resume and kwargs.get("ckpt_path") is None:
             kwargs["ckpt_path"] = resume_latest(self.trainer)
         trainer_call(self.trainer.fit, **kwargs)
+        recorder = next(c for c in self.trainer.callbacks if isinstance(c, RunRecorder))
+        if recorder.record is not None:
+            print("\n".join(summary_lines(recorder.record, self.trainer.log_dir, str(recorder.path(self.trainer)))),
+                  flush=True)
         stopped = stopped_by(self.trainer)
         if stopped is not None:  # the shell's convention for a process ended by a signal
             raise SystemExit(128 + stopped)
@@ -172,6 +199,8 @@ class GrokCLI(LightningCLI):
         callbacks += list(extra)
         info = {"profile": run.profile, "run_id": run.run_id, "name": run.name}
         callbacks.append(RunRecorder(record_path=run.record_path, run_info=info))
+        if self._get(self.config_init, "trainer", default={}).get("enable_progress_bar", True) is not False:
+            callbacks.append(RunProgressBar())
         # one rolling file, checkpoints/last.ckpt; Lightning's own ModelCheckpoint (which would
         # save every epoch by default) is off
         minutes = run.checkpoint_minutes if run.checkpoint_every > 0 else 0.0

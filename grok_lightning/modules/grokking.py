@@ -223,7 +223,7 @@ class GrokkingModule(L.LightningModule):
         # kept for ScheduledEvaluation's per-epoch mean/max; the progress bar shows it, the
         # logger does not (Lightning's self.log would plot it against steps, next to an `epoch` card)
         self.train_step_losses.append(loss.detach())
-        self.log("loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False)
+        self.log("train_loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False)
         return loss
 
     # --- evaluation ---------------------------------------------------------------------

@@ -33,6 +33,7 @@ from reproduce.common import cli
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "pilots" / "fig2_search"
+MEDIUM_FIG2 = REPO / "results" / "medium" / "fig2" / "sweep"
 INPUT_SETS = ("test", "train", "all", "batch")
 ORDER_PARAMETERS = ("s_bar", "sigma_H")
 
@@ -48,16 +49,18 @@ def arm_name(label: str, record: dict) -> str:
     return " ".join(parts)
 
 
-def load_arms(root: Path) -> dict[str, list[dict]]:
-    """``{arm: [final records]}`` over every sweep store under ``root`` (labels from its plan)."""
-    arms: dict[str, list[dict]] = {}
-    for plan_path in sorted(root.glob("*/plan.json")):
+def load_arms(root: Path, also: tuple[Path, ...] = ()) -> dict[str, list[dict]]:
+    """``{arm: [final records]}`` over every sweep store under ``root`` and the stores ``also``
+    (labels from each plan; a seed already in an arm is not added twice)."""
+    arms: dict[str, dict[int, dict]] = {}
+    for plan_path in [*sorted(root.glob("*/plan.json")), *(Path(a) / "plan.json" for a in also)]:
         plan = json.loads(plan_path.read_text())
         labels = {entry["run_id"]: entry.get("axes", {}).get("label", "default") for entry in plan["runs"]}
         for _, record in iter_records(plan_path.parent / "runs"):
             if record.get("status") in FINAL_STATUSES and record.get("run_id") in labels:
-                arms.setdefault(arm_name(labels[record["run_id"]], record), []).append(record)
-    return {name: sorted(records, key=lambda r: r["config"]["seed"]) for name, records in sorted(arms.items())}
+                arm = arms.setdefault(arm_name(labels[record["run_id"]], record), {})
+                arm.setdefault(record["config"]["seed"], record)
+    return {name: [by_seed[s] for s in sorted(by_seed)] for name, by_seed in sorted(arms.items())}
 
 
 def _at(history: dict, key: str, epoch: int) -> float | None:
@@ -171,8 +174,10 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--hi", type=int, default=3000, help="last epoch scored (default 3000, the goal's window)")
+    parser.add_argument("--also", type=Path, nargs="*", default=[MEDIUM_FIG2],
+                        help="more sweep stores to read (default: the shipped medium Fig. 2 runs, FP32)")
     args = parser.parse_args(argv)
-    arms = load_arms(args.root)
+    arms = load_arms(args.root, tuple(args.also))
     if not arms:
         raise SystemExit(f"{args.root}: no final pilot records")
     summaries = {name: arm_summary(records, args.hi) for name, records in arms.items()}
