@@ -91,10 +91,12 @@ class ResumeCheckpoint(Callback):
         if self._signal is not None and not trainer.should_stop:
             # after the write: the checkpoint resumes a run that goes on
             self.stopped_by = self._signal
-            extras = getattr(pl_module, "record_extras", None)
-            if isinstance(extras, dict):
-                extras["status"] = "interrupted"
-                extras["error"] = f"stopped by {signal.Signals(self._signal).name} after epoch {epoch}; resumes from last.ckpt"
+            for module in getattr(pl_module, "members", [pl_module]):  # an ensemble: each member's record
+                extras = getattr(module, "record_extras", None)
+                if isinstance(extras, dict):
+                    extras["status"] = "interrupted"
+                    extras["error"] = (f"stopped by {signal.Signals(self._signal).name} after epoch {epoch}; "
+                                       "resumes from last.ckpt")
             trainer.should_stop = True
 
     def save(self, trainer: Trainer) -> None:

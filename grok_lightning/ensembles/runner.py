@@ -24,6 +24,8 @@ import lightning as L
 from lightning.pytorch import Callback
 from lightning.pytorch.callbacks import ModelCheckpoint, ModelSummary, ProgressBar
 
+from grok_lightning.callbacks.resume import ResumeCheckpoint
+
 from grok_lightning.checkpoint_io import trainer_call
 from grok_lightning.config import ConfigError
 from grok_lightning.ensembles.members import MemberCallbacks
@@ -53,7 +55,8 @@ def compatibility_key(config: dict) -> str:
     return json.dumps(shared, sort_keys=True, default=str)
 
 
-_NOT_PER_MEMBER = (ModelCheckpoint, ProgressBar, ModelSummary)
+#: the ensemble has one resume checkpoint and no progress bar; its members none of their own
+_NOT_PER_MEMBER = (ModelCheckpoint, ResumeCheckpoint, ProgressBar, ModelSummary)
 
 
 def build_member(config: dict) -> dict:
@@ -92,13 +95,11 @@ def build_ensemble(configs: list[dict], root: str | Path, checkpoint_every: int 
     settings = {k: v for k, v in parts[0]["trainer_config"].items() if k not in ("logger", "callbacks")}
     members = [MemberCallbacks(e, p["callbacks"], key=str(p["config"].get("run", {}).get("run_id") or e))
                for e, p in enumerate(parts)]
-    extra: list[Callback] = list(callbacks or [])
-    if checkpoint_every > 0:
-        extra.append(ModelCheckpoint(dirpath=str(Path(root) / "checkpoints"), filename="last", save_top_k=1,
-                                     every_n_epochs=checkpoint_every, save_on_train_epoch_end=True,
-                                     enable_version_counter=False))
+    minutes = float(parts[0]["config"].get("run", {}).get("checkpoint_minutes", 5.0)) if checkpoint_every > 0 else 0.0
+    extra: list[Callback] = list(callbacks or []) + [
+        ResumeCheckpoint(every_n_epochs=checkpoint_every, every_minutes=minutes, dirpath=str(Path(root) / "checkpoints"))]
     settings.update(logger=False, callbacks=members + extra, default_root_dir=str(root),
-                    enable_checkpointing=checkpoint_every > 0, enable_progress_bar=False, enable_model_summary=False)
+                    enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     return L.Trainer(**settings), ensemble, [p["datamodule"].train_dataloader() for p in parts]
 
 
