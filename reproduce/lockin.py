@@ -32,6 +32,7 @@ from pathlib import Path
 
 from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH
 from grok_lightning.records import _json_safe
+from grok_lightning.stats.lockin import finite_median
 from reproduce.common import LAUNCH, cli, parse_args, sweep_records, write_outputs
 from reproduce.lockin_activation import target_activation
 from reproduce.lockin_common import (
@@ -41,9 +42,8 @@ from reproduce.lockin_common import (
     PAPER,
     T6_EPOCHS,
     TARGETS,
-    _fmt,
-    _med,
-    _run_configs,
+    format_number,
+    run_configs,
 )
 from reproduce.lockin_eta import target_eta
 from reproduce.lockin_main import target_main, target_window
@@ -68,11 +68,11 @@ def notes_text(summary: dict, profile: str) -> str:
                   "ours seed 0 (Xu's seed 0) | frac B<0 on +cos | median abs cos (Xu seed 0) |", "|---|---|---|---|---|---|---|"]
         for e in T6_EPOCHS:
             s = t6.get(str(e), {})
-            lines.append(f"| {e} | {_fmt(_med(s.get('paper_mode_seeds0_4', [])))} (n={len(s.get('paper_mode_seeds0_4', []))}) | "
-                         f"{PUBLISHED_SIGN_MATCH[e]} | {_fmt(min(s.get('exact_all') or [float('nan')]))} "
-                         f"(n={len(s.get('exact_all', []))}) | {_fmt(s.get('paper_mode_seed0'))} ({P_SIGN_SEED0[e]}) | "
-                         f"{_fmt(s.get('frac_neg_B_pos_cos_median'))} | "
-                         f"{_fmt(s.get('median_abs_cos_median'))} ({P_MEDIAN_ABS_COS[e]}) |")
+            lines.append(f"| {e} | {format_number(finite_median(s.get('paper_mode_seeds0_4', [])))} (n={len(s.get('paper_mode_seeds0_4', []))}) | "
+                         f"{PUBLISHED_SIGN_MATCH[e]} | {format_number(min(s.get('exact_all') or [float('nan')]))} "
+                         f"(n={len(s.get('exact_all', []))}) | {format_number(s.get('paper_mode_seed0'))} ({P_SIGN_SEED0[e]}) | "
+                         f"{format_number(s.get('frac_neg_B_pos_cos_median'))} | "
+                         f"{format_number(s.get('median_abs_cos_median'))} ({P_MEDIAN_ABS_COS[e]}) |")
         lines.append("")
     else:
         lines += ["(The main target did not run in this invocation.)", ""]
@@ -85,9 +85,9 @@ def notes_text(summary: dict, profile: str) -> str:
             lines += ["| epoch | ReLU paper mode, ours (seed 0) | ReLU, median over seeds | published 'ReLU' | our x^2 seed 0 | "
                       "ReLU exact mode (min) |", "|---|---|---|---|---|---|"]
             for e, s in sorted(t6.items(), key=lambda kv: int(kv[0])):
-                lines.append(f"| {e} | {_fmt(s.get('paper_seed0'))} | {_fmt(_med(s.get('paper_all', [])))} | "
-                             f"{_fmt(P_RELU['sign_match'].get(int(e)))} | {_fmt(s.get('x2_seed0'))} | "
-                             f"{_fmt(min(s.get('exact_all') or [float('nan')]))} |")
+                lines.append(f"| {e} | {format_number(s.get('paper_seed0'))} | {format_number(finite_median(s.get('paper_all', [])))} | "
+                             f"{format_number(P_RELU['sign_match'].get(int(e)))} | {format_number(s.get('x2_seed0'))} | "
+                             f"{format_number(min(s.get('exact_all') or [float('nan')]))} |")
             lines.append("")
     else:
         lines += ["(The activation target did not run in this invocation.)", ""]
@@ -96,7 +96,7 @@ def notes_text(summary: dict, profile: str) -> str:
     lines += [f"**What the exact check shows.** With the exact leave-pair-out projector, B_jl = -S_jl/eta and "
               "f_j^T P_eta,-jl f_l = eta S_jl / det(I - S) with det(I - S) > 0 (a 2 x 2 Schur complement), so the sign rule is "
               "an algebraic identity: 1.000 for any features, activation and eta > 0. Here it is "
-              f"{_fmt(min(exact_min) if exact_min else None)} (minimum over {len(exact_min)} run-epoch values, x^2 and ReLU). "
+              f"{format_number(min(exact_min) if exact_min else None)} (minimum over {len(exact_min)} run-epoch values, x^2 and ReLU). "
               "It is a correctness check of the implementation, not an empirical finding; the paper's 0.865 -> 0.985 rise "
               "measures the raw-cosine version above.", ""]
     return "\n".join(lines)
@@ -116,7 +116,7 @@ def _load(sweep_file: str, profile: str, out: Path, workers, cache: dict):
         usable = [r for r in records if r.get("status") == "completed"]
         if len(usable) < len(records):
             print(f"lockin: {sweep_file}: {len(records) - len(usable)} run(s) not completed; analysed without them")
-        cache[sweep_file] = (usable, _run_configs(root / "sweep"))
+        cache[sweep_file] = (usable, run_configs(root / "sweep"))
     return cache[sweep_file]
 
 

@@ -11,7 +11,19 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from grok_lightning.plots.lockin import activation_figure
-from grok_lightning.stats.lockin import lockin_key
+from grok_lightning.stats.lockin import (
+    finite_median,
+    fire_epoch,
+    first_epoch_at_least,
+    history_column,
+    lockin_key,
+    record_horizon,
+    theorem6_value,
+    tian_activation,
+    tian_eta,
+    tian_model,
+    window_median,
+)
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
     HEADLINE_W,
@@ -19,25 +31,15 @@ from reproduce.lockin_common import (
     P_SIGN_SEED0,
     PAPER,
     RHO_THRESHOLD,
-    _act,
-    _caption_text,
-    _differs,
-    _eta,
-    _fire,
-    _first_at,
-    _fmt,
-    _frac,
-    _horizon,
-    _med,
-    _model,
-    _save,
-    _seed,
-    _series,
-    _t6,
-    _values,
-    _window_median,
     add_caption,
+    caption_text,
     describe_tian,
+    differs_from_paper,
+    format_number,
+    fraction,
+    record_seed,
+    save_figure,
+    value_set,
 )
 from reproduce.report import row
 
@@ -54,10 +56,10 @@ def relu_theorem6_figure(relu: list[dict], x2: list[dict], profile: str) -> Figu
         if not epochs:
             return
         for r in records:  # each seed, thin
-            pts = [(e, _t6(r, e, f"sign_match_{mode}")) for e in epochs if _t6(r, e, f"sign_match_{mode}") is not None]
+            pts = [(e, theorem6_value(r, e, f"sign_match_{mode}")) for e in epochs if theorem6_value(r, e, f"sign_match_{mode}") is not None]
             if pts:
                 ax.plot(*zip(*pts), color=style["color"], alpha=0.25, lw=0.8, ls=style.get("ls", "-"))
-        med = [(e, _med([_t6(r, e, f"sign_match_{mode}") for r in records])) for e in epochs]
+        med = [(e, finite_median([theorem6_value(r, e, f"sign_match_{mode}") for r in records])) for e in epochs]
         med = [(e, v) for e, v in med if np.isfinite(v)]
         if med:
             ax.plot(*zip(*med), label=f"{label} (median, n={len(records)})", **style)
@@ -76,84 +78,84 @@ def relu_theorem6_figure(relu: list[dict], x2: list[dict], profile: str) -> Figu
 
 def target_activation(relu_records: list[dict], main_records: list[dict], relu_configs: dict, main_configs: dict,
                       profile: str, out: Path):
-    relu = [r for r in relu_records if _act(r) == "relu"]
-    rg = sorted([r for r in relu if _eta(r) > 0], key=_seed)
-    rc = sorted([r for r in relu if _eta(r) == 0], key=_seed)
-    x2g = sorted([r for r in main_records if _act(r) == "x2" and _eta(r) > 0], key=_seed)
+    relu = [r for r in relu_records if tian_activation(r) == "relu"]
+    rg = sorted([r for r in relu if tian_eta(r) > 0], key=record_seed)
+    rc = sorted([r for r in relu if tian_eta(r) == 0], key=record_seed)
+    x2g = sorted([r for r in main_records if tian_activation(r) == "x2" and tian_eta(r) > 0], key=record_seed)
     W = HEADLINE_W
     key23, key12 = lockin_key(W, "ratio23"), lockin_key(W, "ratio12")
-    H = min((_horizon(r) for r in rg + rc), default=0)
+    H = min((record_horizon(r) for r in rg + rc), default=0)
     lo, hi = H // 2, H  # paper: "late" for ReLU is unstated; second half = 400-800 at the paper horizon
-    fires_g = [_fire(r, W) for r in rg]
-    fires_c = [_fire(r, W) for r in rc]
-    late_g = [_window_median(r, key23, lo, hi) for r in rg]
-    late_c = [_window_median(r, key23, lo, hi) for r in rc]
-    late_g_200 = [_window_median(r, key23, 200, 400) for r in rg]
+    fires_g = [fire_epoch(r, W) for r in rg]
+    fires_c = [fire_epoch(r, W) for r in rc]
+    late_g = [window_median(r, key23, lo, hi) for r in rg]
+    late_c = [window_median(r, key23, lo, hi) for r in rc]
+    late_g_200 = [window_median(r, key23, 200, 400) for r in rg]
     med_g, ci_g = median_ci(late_g)
     med_c, ci_c = median_ci(late_c)
     separation = med_g / med_c if med_c and np.isfinite(med_c) else float("nan")
-    sig = {k: _med([_window_median(r, lockin_key(W, f"sigma{k}"), lo, hi) for r in rg]) for k in range(1, 6)}
-    late12 = [_window_median(r, key12, lo, hi) for r in rg]
-    x2_late12 = _med([_window_median(r, key12, 200, min(400, _horizon(r))) for r in x2g])
-    rho0 = [float(_series(r, "rho_tian")[1][0]) if len(_series(r, "rho_tian")[1]) else None for r in rg + rc]
-    test_half = [_first_at(r, "test_acc", 0.5) for r in rg]
+    sig = {k: finite_median([window_median(r, lockin_key(W, f"sigma{k}"), lo, hi) for r in rg]) for k in range(1, 6)}
+    late12 = [window_median(r, key12, lo, hi) for r in rg]
+    x2_late12 = finite_median([window_median(r, key12, 200, min(400, record_horizon(r))) for r in x2g])
+    rho0 = [float(history_column(r, "rho_tian")[1][0]) if len(history_column(r, "rho_tian")[1]) else None for r in rg + rc]
+    test_half = [first_epoch_at_least(r, "test_acc", 0.5) for r in rg]
     grok_099 = [r.get("grok_epoch") for r in rg]
-    seed0 = next((r for r in rg if _seed(r) == 0), None)
-    x2_seed0 = next((r for r in x2g if _seed(r) == 0), None)
+    seed0 = next((r for r in rg if record_seed(r) == 0), None)
+    x2_seed0 = next((r for r in x2g if record_seed(r) == 0), None)
     t6_epochs = sorted({int(e) for r in rg for e in (r.get("theorem6") or {})})
-    t6 = {e: dict(paper_seed0=_t6(seed0, e, "sign_match_paper") if seed0 else None,
-                  paper_all=[v for v in (_t6(r, e, "sign_match_paper") for r in rg) if v is not None],
-                  exact_all=[v for v in (_t6(r, e, "sign_match_exact") for r in rg) if v is not None],
-                  frac_neg_B_pos_cos=_med([_t6(r, e, "frac_neg_B_pos_cos") for r in rg]),
-                  x2_seed0=_t6(x2_seed0, e, "sign_match_paper") if x2_seed0 else None)
+    t6 = {e: dict(paper_seed0=theorem6_value(seed0, e, "sign_match_paper") if seed0 else None,
+                  paper_all=[v for v in (theorem6_value(r, e, "sign_match_paper") for r in rg) if v is not None],
+                  exact_all=[v for v in (theorem6_value(r, e, "sign_match_exact") for r in rg) if v is not None],
+                  frac_neg_B_pos_cos=finite_median([theorem6_value(r, e, "frac_neg_B_pos_cos") for r in rg]),
+                  x2_seed0=theorem6_value(x2_seed0, e, "sign_match_paper") if x2_seed0 else None)
           for e in t6_epochs}
 
     # figures
-    seeds_text = (f"ReLU grok eta = {_values([_eta(r) for r in rg])}: seeds {[_seed(r) for r in rg]}, horizon "
-                  f"{_values([_horizon(r) for r in rg])}; x^2 grok (main-figure runs): seeds {[_seed(r) for r in x2g]}, "
-                  f"horizon {_values([_horizon(r) for r in x2g])}; bands: IQR over seeds")
-    differs = _differs(profile, "relu", grok=len(rg), control=len(rc), epochs=H,
-                       rho_every=_model(rg[0]).get("rho_every") if rg else None)
+    seeds_text = (f"ReLU grok eta = {value_set([tian_eta(r) for r in rg])}: seeds {[record_seed(r) for r in rg]}, horizon "
+                  f"{value_set([record_horizon(r) for r in rg])}; x^2 grok (main-figure runs): seeds {[record_seed(r) for r in x2g]}, "
+                  f"horizon {value_set([record_horizon(r) for r in x2g])}; bands: IQR over seeds")
+    differs = differs_from_paper(profile, "relu", grok=len(rg), control=len(rc), epochs=H,
+                       rho_every=tian_model(rg[0]).get("rho_every") if rg else None)
     if H < 530:
         differs += f"; ReLU groks (test 0.99) near epoch 530, past this {H}-epoch horizon"
     fig = activation_figure(x2g + rg, window=W, profile=profile)
-    add_caption(fig, _caption_text(profile, seeds_text, describe_tian(rg, relu_configs) + " | x^2 runs: "
+    add_caption(fig, caption_text(profile, seeds_text, describe_tian(rg, relu_configs) + " | x^2 runs: "
                                    + describe_tian(x2g, main_configs), differs))
-    figures = [_save(fig, out / "lockin_activation.png")]
+    figures = [save_figure(fig, out / "lockin_activation.png")]
 
-    vals = ", ".join(f"epoch {e}: seed 0 {_fmt(t6[e]['paper_seed0'])}" for e in t6_epochs)
-    x2vals = ", ".join(f"{e}: {_fmt(t6[e]['x2_seed0'])}" for e in t6_epochs if t6[e]["x2_seed0"] is not None)
+    vals = ", ".join(f"epoch {e}: seed 0 {format_number(t6[e]['paper_seed0'])}" for e in t6_epochs)
+    x2vals = ", ".join(f"{e}: {format_number(t6[e]['x2_seed0'])}" for e in t6_epochs if t6[e]["x2_seed0"] is not None)
     extra = ("Published 'ReLU' values 0.91/0.995/1.000 (epochs 100/300/500) equal Xu's x^2 seed-0 values (0.91 at 100, "
              "0.995 at 300): the published theorem6_verify.py rebuilds the model without passing the activation, so it "
              f"replays x^2. On the real ReLU network the paper-mode metric gives {vals}; our x^2 seed 0 gives {x2vals or 'n/a'}. "
-             f"Exact mode is {_fmt(min((v for e in t6_epochs for v in t6[e]['exact_all']), default=None))} (min over runs and epochs), "
+             f"Exact mode is {format_number(min((v for e in t6_epochs for v in t6[e]['exact_all']), default=None))} (min over runs and epochs), "
              "an identity.")
-    t6_seeds = f"ReLU grok seeds {[_seed(r) for r in rg]}; x^2 grok seeds {[_seed(r) for r in x2g]} (thin lines: single seeds)"
+    t6_seeds = f"ReLU grok seeds {[record_seed(r) for r in rg]}; x^2 grok seeds {[record_seed(r) for r in x2g]} (thin lines: single seeds)"
     fig = relu_theorem6_figure(rg, x2g, profile)
-    add_caption(fig, _caption_text(profile, t6_seeds, describe_tian(rg, relu_configs),
+    add_caption(fig, caption_text(profile, t6_seeds, describe_tian(rg, relu_configs),
                                    differs + ("; no epoch-500 point (past the horizon)" if H < 500 else ""), extra))
-    figures.append(_save(fig, out / "lockin_relu_theorem6.png"))
+    figures.append(save_figure(fig, out / "lockin_relu_theorem6.png"))
 
     n_g, n_c = len(rg), len(rc)
     rows = [
-        row(PAPER, "ReLU: slope fire rate, grok (W=20)", P_RELU["fire_rate"], _frac(sum(f is not None for f in fires_g), n_g),
+        row(PAPER, "ReLU: slope fire rate, grok (W=20)", P_RELU["fire_rate"], fraction(sum(f is not None for f in fires_g), n_g),
             profile, n_g, note=f"fire epochs {fires_g} (paper 0/15)"),
-        row(PAPER, "ReLU: slope fire rate, control (W=20)", None, _frac(sum(f is not None for f in fires_c), n_c), profile, n_c,
+        row(PAPER, "ReLU: slope fire rate, control (W=20)", None, fraction(sum(f is not None for f in fires_c), n_c), profile, n_c,
             note=f"fire epochs {fires_c}; paper gives no control count"),
         row(PAPER, f"ReLU: late sigma2/sigma3 grok (median, epochs {lo}-{hi})", P_RELU["late_grok"], med_g, profile, n_g,
             ours_ci=ci_g, note=f"the paper's ReLU window is unstated; second half of the horizon used; over epochs 200-400: "
-                               f"{_fmt(_med(late_g_200))} (independent numpy check: 2.73)"),
+                               f"{format_number(finite_median(late_g_200))} (independent numpy check: 2.73)"),
         row(PAPER, f"ReLU: late sigma2/sigma3 control (epochs {lo}-{hi})", None, med_c, profile, n_c, ours_ci=ci_c,
             note="the paper does not give the control value behind 1.4x"),
         row(PAPER, "ReLU: separation late grok / late control", P_RELU["separation"], separation, profile, n_g + n_c,
             note=f"n = {n_g} + {n_c}; x^2 for comparison: 229x in the paper"),
-        row(PAPER, f"ReLU: late sigma1/sigma2 grok (rank-1 dominance, epochs {lo}-{hi})", None, _med(late12), profile, n_g,
+        row(PAPER, f"ReLU: late sigma1/sigma2 grok (rank-1 dominance, epochs {lo}-{hi})", None, finite_median(late12), profile, n_g,
             note=f"paper: sigma1 >> sigma2 ~ sigma3 ~ sigma4 ~ sigma5; ours median sigma1..5 "
-                 f"{[float(f'{sig[k]:.3g}') for k in range(1, 6)]}; x^2 late sigma1/sigma2 {_fmt(x2_late12)}"),
-        row(PAPER, "ReLU: rho_tian at epoch 0 (paper: already >= 0.075)", RHO_THRESHOLD, _med(rho0), profile, len(rho0),
+                 f"{[float(f'{sig[k]:.3g}') for k in range(1, 6)]}; x^2 late sigma1/sigma2 {format_number(x2_late12)}"),
+        row(PAPER, "ReLU: rho_tian at epoch 0 (paper: already >= 0.075)", RHO_THRESHOLD, finite_median(rho0), profile, len(rho0),
             note=f"values {[round(v, 4) for v in rho0 if v is not None]}; row compares with the threshold"),
         row(PAPER, "ReLU: epoch test acc >= 0.99 (median)", P_RELU["test_099"],
-            _med(grok_099) if all(g is not None for g in grok_099) and grok_099 else None, profile, n_g,
+            finite_median(grok_099) if all(g is not None for g in grok_099) and grok_099 else None, profile, n_g,
             note=f"per seed {grok_099} (None: not by epoch {H}); test >= 0.5 at {test_half}"),
     ]
     for e in sorted(set(t6_epochs) | set(P_RELU["sign_match"])):
@@ -163,18 +165,18 @@ def target_activation(relu_records: list[dict], main_records: list[dict], relu_c
             rows.append(row(PAPER, f"ReLU: Theorem-6 sign-match, paper mode, epoch {e}, seed 0", published, None, profile, 0,
                             note=f"epoch {e} is past this profile's horizon ({H})"))
             continue
-        note = (f"real ReLU network; median over {len(entry['paper_all'])} ReLU seeds {_fmt(_med(entry['paper_all']))}; "
-                f"frac B<0 on +cos {_fmt(entry['frac_neg_B_pos_cos'])}")
+        note = (f"real ReLU network; median over {len(entry['paper_all'])} ReLU seeds {format_number(finite_median(entry['paper_all']))}; "
+                f"frac B<0 on +cos {format_number(entry['frac_neg_B_pos_cos'])}")
         if published is not None:
             note += (f"; the published value looks like an x^2 replay (our x^2 seed 0 at epoch {e}: "
-                     f"{_fmt(entry['x2_seed0'])}, Xu's x^2 seed 0: {_fmt(P_SIGN_SEED0.get(e))})")
+                     f"{format_number(entry['x2_seed0'])}, Xu's x^2 seed 0: {format_number(P_SIGN_SEED0.get(e))})")
         rows.append(row(PAPER, f"ReLU: Theorem-6 sign-match, paper mode, epoch {e}, seed 0", published,
                         entry["paper_seed0"], profile, 1 if entry["paper_seed0"] is not None else 0, note=note))
     exact = [v for e in t6_epochs for v in t6[e]["exact_all"]]
     rows.append(row(PAPER, "ReLU: Theorem-6 sign-match, exact mode (min over runs and epochs)", 1.0,
                     min(exact) if exact else None, profile, len(exact),
                     note=f"{len(exact)} (run, epoch) values at epochs {t6_epochs}; identity, must be 1.000"))
-    summary = dict(seeds_grok=[_seed(r) for r in rg], seeds_control=[_seed(r) for r in rc], horizon=H, late_window=[lo, hi],
+    summary = dict(seeds_grok=[record_seed(r) for r in rg], seeds_control=[record_seed(r) for r in rc], horizon=H, late_window=[lo, hi],
                    fire_epochs_grok=fires_g, fire_epochs_control=fires_c, late_ratio_grok=late_g, late_ratio_control=late_c,
                    late_ratio_grok_200_400=late_g_200, separation=separation, late_sigmas_grok={str(k): v for k, v in sig.items()},
                    late_ratio12_grok=late12, x2_late_ratio12=x2_late12, rho_epoch0=rho0, test_half=test_half,

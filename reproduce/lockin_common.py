@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from grok_lightning.plots.common import smoke_scope
-from grok_lightning.records import rows
+from grok_lightning.stats.lockin import tian_eta, tian_model
 from grok_lightning.sweep.store import SweepStore
 
 PAPER = "2605.08119"
@@ -56,71 +56,16 @@ P_ETA_LONG = dict(test_half=1094, test_099=1527, rho=527, lockin=640, peak=25.0)
 
 
 # --- reading records ------------------------------------------------------------------------------
-def _model(record: dict) -> dict:
-    return record["config"].get("model", {})
-
-
-def _eta(record: dict) -> float:
-    return float(_model(record).get("eta") or 0.0)
-
-
-def _act(record: dict) -> str:
-    return str(_model(record).get("activation", "x2"))
-
-
-def _seed(record: dict) -> int:
+def record_seed(record: dict) -> int:
     return int(record["config"].get("seed", 0))
 
 
-def _horizon(record: dict) -> int:
-    return int(record.get("final_epoch") or record["config"].get("max_epochs") or 0)
-
-
-def _series(record: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """Every evaluated epoch and the value of ``key`` there (NaN where missing)."""
-    table = list(rows(record, key))
-    epochs = np.asarray([e for e, _ in table], dtype=float)
-    values = np.asarray([np.nan if v is None else v for _, v in table], dtype=float)
-    return epochs, values
-
-
-def _first_at(record: dict, key: str, threshold: float) -> int | None:
-    epochs, values = _series(record, key)
-    hit = np.nonzero(values >= threshold)[0]
-    return int(epochs[hit[0]]) if len(hit) else None
-
-
-def _window_median(record: dict, key: str, lo: int, hi: int) -> float:
-    epochs, values = _series(record, key)
-    keep = (epochs >= lo) & (epochs <= hi) & np.isfinite(values)
-    return float(np.median(values[keep])) if keep.any() else float("nan")
-
-
-def _fire(record: dict, window: int = HEADLINE_W) -> int | None:
-    return record.get(f"lockin_fire_epoch_w{window}")
-
-
-def _t6(record: dict, epoch: int, key: str) -> float | None:
-    value = (record.get("theorem6") or {}).get(str(epoch), {}).get(key)
-    return None if value is None else float(value)
-
-
-def _med(values) -> float:
-    values = [v for v in values if v is not None and np.isfinite(v)]
-    return float(np.median(values)) if values else float("nan")
-
-
-def _iqr(values) -> list[float] | None:
-    values = [v for v in values if v is not None and np.isfinite(v)]
-    return [float(np.percentile(values, 25)), float(np.percentile(values, 75))] if values else None
-
-
-def _fmt(value) -> str:
-    """``_fmt(1.0) == '1.000'``, ``_fmt(0.000536) == '0.000536'``, ``_fmt(229.13) == '229.1'``, ``_fmt(174) == '174'``."""
+def format_number(value) -> str:
+    """``format_number(1.0) == '1.000'``, ``format_number(0.000536) == '0.000536'``, ``format_number(229.13) == '229.1'``, ``format_number(174) == '174'``."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(format_number(v) for v in value) + "]"
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     value = float(value)
@@ -129,12 +74,12 @@ def _fmt(value) -> str:
     return f"{value:.3f}" if abs(value) < 10 else f"{value:.4g}"
 
 
-def _frac(k: int, n: int) -> float | None:
+def fraction(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
 # --- captions from the runs' configs --------------------------------------------------------------
-def _run_configs(store_root: Path) -> dict[str, dict]:
+def run_configs(store_root: Path) -> dict[str, dict]:
     """run_id -> the resolved LightningCLI config the sweep ran (detector settings live there)."""
     try:
         return {entry["run_id"]: entry["config"] for entry in SweepStore(store_root).load_plan()}
@@ -142,31 +87,31 @@ def _run_configs(store_root: Path) -> dict[str, dict]:
         return {}
 
 
-def _detectors(config: dict | None) -> list[dict]:
+def detector_settings(config: dict | None) -> list[dict]:
     callbacks = ((config or {}).get("trainer") or {}).get("callbacks") or []
     return [dict(c.get("init_args") or {}) for c in callbacks
             if isinstance(c, dict) and str(c.get("class_path", "")).endswith("LockInDetector")]
 
 
-def _values(items) -> str:
+def value_set(items) -> str:
     unique = []
     for item in items:
         if item not in unique:
             unique.append(item)
     if len(unique) == 1:
-        return _show(unique[0])
+        return show_value(unique[0])
     try:
         unique = sorted(unique)
     except TypeError:
         pass
-    return "{" + ", ".join(_show(u) for u in unique) + "}"
+    return "{" + ", ".join(show_value(u) for u in unique) + "}"
 
 
-def _show(value) -> str:
+def show_value(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
+        return "[" + ", ".join(show_value(v) for v in value) + "]"
     return str(value)
 
 
@@ -175,33 +120,33 @@ def describe_tian(records: list[dict], configs: dict[str, dict]) -> str:
     configs (values that differ between runs are listed as sets)."""
     if not records:
         return "no runs"
-    m = [_model(r) for r in records]
+    m = [tian_model(r) for r in records]
     d = [r["config"].get("data", {}) for r in records]
-    M = _values([x.get("M") for x in m])
+    M = value_set([x.get("M") for x in m])
     fractions = [x.get("train_fraction") for x in d]
-    n_train = _values([int(round(f * x.get("M") ** 2)) if f is not None else None for f, x in zip(fractions, d)])
-    dets = [_detectors(configs.get(r.get("run_id"))) for r in records]
+    n_train = value_set([int(round(f * x.get("M") ** 2)) if f is not None else None for f, x in zip(fractions, d)])
+    dets = [detector_settings(configs.get(r.get("run_id"))) for r in records]
     det_text = "detector settings not found in the sweep plan"
     if any(dets):
         flat = [x for group in dets for x in group]
-        det_text = (f"LockInDetector W = {_values(sorted({x.get('window') for x in flat}))} on first-layer Delta W, "
-                    f"r = sigma2/sigma3 of the W x W Gram, fire = first t >= {_values([x.get('min_epoch') for x in flat])} "
-                    f"with [ln r(t) - ln r(t-{_values([x.get('slope_span') for x in flat])})]/span > "
-                    f"{_values([x.get('threshold') for x in flat])}, persistence {_values([x.get('persistence') for x in flat])}")
-    t6 = _values([list(x.get("theorem6_epochs") or ()) for x in m])
-    t6_text = (f"Theorem 6 (eta > 0 only) on the top-{_values([x.get('theorem6_pairs') for x in m])} |cos| pairs "
+        det_text = (f"LockInDetector W = {value_set(sorted({x.get('window') for x in flat}))} on first-layer Delta W, "
+                    f"r = sigma2/sigma3 of the W x W Gram, fire = first t >= {value_set([x.get('min_epoch') for x in flat])} "
+                    f"with [ln r(t) - ln r(t-{value_set([x.get('slope_span') for x in flat])})]/span > "
+                    f"{value_set([x.get('threshold') for x in flat])}, persistence {value_set([x.get('persistence') for x in flat])}")
+    t6 = value_set([list(x.get("theorem6_epochs") or ()) for x in m])
+    t6_text = (f"Theorem 6 (eta > 0 only) on the top-{value_set([x.get('theorem6_pairs') for x in m])} |cos| pairs "
                f"at epochs {t6}" if t6 != "[]" else "Theorem 6 not computed")
-    return (f"a + b mod {M}, n_train = {n_train} of {M}^2 (train fraction {_values([round(f, 4) for f in fractions])}), "
-            f"split and init from the run seed; {_values([x.get('activation') for x in m])} network "
-            f"{_values([2 * x.get('M') for x in m])} -> {_values([x.get('hidden') for x in m])} -> {M}, no biases, "
-            f"torch default init; class-centred MSE; full-batch torch Adam lr {_values([x.get('lr') for x in m])}, "
-            f"coupled L2 eta in {_values([_eta(r) for r in records])}; 1 step = 1 epoch, metrics before each step; "
-            f"horizon {_values([r['config'].get('max_epochs') for r in records])} epochs; {det_text}; "
-            f"rho_tian every {_values([x.get('rho_every') for x in m])} epoch(s), threshold {RHO_THRESHOLD}; "
-            f"{t6_text}; device {_values([r.get('environment', {}).get('device') for r in records])}, float32")
+    return (f"a + b mod {M}, n_train = {n_train} of {M}^2 (train fraction {value_set([round(f, 4) for f in fractions])}), "
+            f"split and init from the run seed; {value_set([x.get('activation') for x in m])} network "
+            f"{value_set([2 * x.get('M') for x in m])} -> {value_set([x.get('hidden') for x in m])} -> {M}, no biases, "
+            f"torch default init; class-centred MSE; full-batch torch Adam lr {value_set([x.get('lr') for x in m])}, "
+            f"coupled L2 eta in {value_set([tian_eta(r) for r in records])}; 1 step = 1 epoch, metrics before each step; "
+            f"horizon {value_set([r['config'].get('max_epochs') for r in records])} epochs; {det_text}; "
+            f"rho_tian every {value_set([x.get('rho_every') for x in m])} epoch(s), threshold {RHO_THRESHOLD}; "
+            f"{t6_text}; device {value_set([r.get('environment', {}).get('device') for r in records])}, float32")
 
 
-def _differs(profile: str, what: str, **ours) -> str:
+def differs_from_paper(profile: str, what: str, **ours) -> str:
     """What this profile changes from the paper's protocol (compared, not typed)."""
     paper = PAPER_PROTOCOL[what]
     names = dict(grok="grok seeds", control="control seeds", seeds="seeds per eta", epochs="epochs",
@@ -210,7 +155,7 @@ def _differs(profile: str, what: str, **ours) -> str:
     return "; ".join(diffs) if diffs else "none in the protocol"
 
 
-def _caption_text(profile: str, runs_text: str, describe: str, differs: str, extra: str = "") -> str:
+def caption_text(profile: str, runs_text: str, describe: str, differs: str, extra: str = "") -> str:
     text = f"[{profile} profile] {runs_text}\nSetup (from the run configs): {describe}\nDiffers from the paper: {differs}"
     return text + (f"\n{extra}" if extra else "") + smoke_scope(profile, "lockin")
 
@@ -226,14 +171,9 @@ def add_caption(fig: Figure, text: str, fontsize: float = 6.5) -> Figure:
     return fig
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_figure(fig: Figure, path: Path) -> Path:
     fig.savefig(path, dpi=130, bbox_inches="tight")
     return path
 
 
-
 # --- the late window -----------------------------------------------------------------------------
-def _late_window(records: list[dict], lo: int = 200, hi: int = 400) -> tuple[int, int]:
-    horizon = min((_horizon(r) for r in records), default=hi)
-    hi = min(hi, horizon)
-    return (lo if lo < hi else hi // 2), hi

@@ -11,7 +11,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from grok_lightning.diagnostics import AnyModelAttentionDiagnostics, attention_probabilities, masked_attention_statistics
+from grok_lightning.diagnostics import (
+    AnyModelAttentionDiagnostics,
+    attention_probabilities,
+    masked_attention_statistics,
+)
 from grok_lightning.diagnostics.callback import check_layers
 
 FLOAT32_REL = 1e-5

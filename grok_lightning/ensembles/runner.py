@@ -25,7 +25,6 @@ from lightning.pytorch import Callback
 from lightning.pytorch.callbacks import ModelCheckpoint, ModelSummary, ProgressBar
 
 from grok_lightning.callbacks.resume import ResumeCheckpoint
-
 from grok_lightning.checkpoint_io import trainer_call
 from grok_lightning.config import ConfigError
 from grok_lightning.ensembles.members import MemberCallbacks

@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import math
 
-from grok_lightning.config import require
+import numpy as np
 
-__all__ = ["LockInRule", "lockin_key", "slope_fire_epoch"]
+from grok_lightning.config import require
+from grok_lightning.records import rows
+
+__all__ = ["LockInRule", "finite_median", "fire_epoch", "first_epoch_at_least", "history_column", "interquartile_range",
+           "late_window", "lockin_key", "record_horizon", "slope_fire_epoch", "theorem6_value", "tian_activation",
+           "tian_eta", "tian_model", "window_median"]
 
 
 def lockin_key(window: int, name: str) -> str:
@@ -82,3 +87,65 @@ class LockInRule:
         self.ln_r = {int(k): float(v) for k, v in state_dict["ln_r"].items()}
         self.fire_epoch = state_dict["fire_epoch"]
         self.run = int(state_dict.get("run", 0))
+
+
+# --- reading Tian-run records (the lock-in targets' statistics) -----------------------------------
+def tian_model(record: dict) -> dict:
+    return record["config"].get("model", {})
+
+
+def tian_eta(record: dict) -> float:
+    return float(tian_model(record).get("eta") or 0.0)
+
+
+def tian_activation(record: dict) -> str:
+    return str(tian_model(record).get("activation", "x2"))
+
+
+def record_horizon(record: dict) -> int:
+    return int(record.get("final_epoch") or record["config"].get("max_epochs") or 0)
+
+
+def history_column(record: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every evaluated epoch and the value of ``key`` there, as float arrays (NaN where missing)."""
+    table = list(rows(record, key))
+    epochs = np.asarray([e for e, _ in table], dtype=float)
+    values = np.asarray([np.nan if v is None else v for _, v in table], dtype=float)
+    return epochs, values
+
+
+def first_epoch_at_least(record: dict, key: str, threshold: float) -> int | None:
+    epochs, values = history_column(record, key)
+    hit = np.nonzero(values >= threshold)[0]
+    return int(epochs[hit[0]]) if len(hit) else None
+
+
+def window_median(record: dict, key: str, lo: int, hi: int) -> float:
+    epochs, values = history_column(record, key)
+    keep = (epochs >= lo) & (epochs <= hi) & np.isfinite(values)
+    return float(np.median(values[keep])) if keep.any() else float("nan")
+
+
+def fire_epoch(record: dict, window: int = 20) -> int | None:
+    return record.get(f"lockin_fire_epoch_w{window}")
+
+
+def theorem6_value(record: dict, epoch: int, key: str) -> float | None:
+    value = (record.get("theorem6") or {}).get(str(epoch), {}).get(key)
+    return None if value is None else float(value)
+
+
+def finite_median(values) -> float:
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.median(values)) if values else float("nan")
+
+
+def interquartile_range(values) -> list[float] | None:
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    return [float(np.percentile(values, 25)), float(np.percentile(values, 75))] if values else None
+
+
+def late_window(records: list[dict], lo: int = 200, hi: int = 400) -> tuple[int, int]:
+    horizon = min((record_horizon(r) for r in records), default=hi)
+    hi = min(hi, horizon)
+    return (lo if lo < hi else hi // 2), hi
