@@ -143,4 +143,4 @@ clean: ## remove runs, reproduction outputs and the venv
 	rm -rf runs reproduction $(VENV) .pytest_cache .hypothesis
 
 init-calibration: install ## the initialisation calibration table and figure, from the shipped pilot records (no training)
-	$(PY) -m reproduce.init_calibration --part report --out $(OUT)
+	$(PY) -m reproduce.pilots.init_calibration --part report --out $(OUT)

@@ -82,13 +82,6 @@ def validate_optimizer(lr: float, weight_decay: float, prefix: str = "model") ->
     require(weight_decay >= 0, f"{prefix}.weight_decay", weight_decay, "must be >= 0")
 
 
-def validate_positive_ints(prefix: str = "model", **values: int) -> None:
-    for name, value in values.items():
-        require(
-            isinstance(value, int) and value >= 1, f"{prefix}.{name}", value, "must be an integer >= 1"
-        )
-
-
 def validate_run_config(config: dict) -> None:
     """Checks on a resolved run config (sections ``model``, ``trainer``...) that no class makes.
 

@@ -187,5 +187,11 @@ def iter_records(root: str | os.PathLike) -> Iterator[tuple[Path, dict]]:
 
 
 def is_grokked(record: dict) -> bool:
-    """A run counts as grokked when its record has a grok epoch (the run's own criterion)."""
-    return record.get("grok_epoch") is not None
+    """Whether a run grokked: it completed and has a grok epoch (its own criterion, test accuracy
+    >= its grok threshold). A run that diverged after grokking did not keep it: not grokked. A
+    record without a status (the paper's published run JSONs) counts as completed.
+
+    >>> is_grokked({"status": "completed", "grok_epoch": 130}), is_grokked({"status": "diverged", "grok_epoch": 90})
+    (True, False)
+    """
+    return record.get("status", "completed") == "completed" and record.get("grok_epoch") is not None

@@ -201,11 +201,10 @@ class GrokCLI(LightningCLI):
         callbacks.append(RunRecorder(record_path=run.record_path, run_info=info))
         if self._get(self.config_init, "trainer", default={}).get("enable_progress_bar", True) is not False:
             callbacks.append(RunProgressBar())
-        # one rolling file, checkpoints/last.ckpt; Lightning's own ModelCheckpoint (which would
-        # save every epoch by default) is off
+        # one rolling file, checkpoints/last.ckpt, in place of Lightning's default ModelCheckpoint
         minutes = run.checkpoint_minutes if run.checkpoint_every > 0 else 0.0
         callbacks.append(ResumeCheckpoint(every_n_epochs=run.checkpoint_every, every_minutes=minutes))
-        kwargs["enable_checkpointing"] = False
+        kwargs["enable_checkpointing"] = True
         try:
             trainer = super().instantiate_trainer(callbacks=callbacks, **kwargs)
         except (ValueError, MisconfigurationException) as err:  # Trainer's own argument checks

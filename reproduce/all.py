@@ -17,7 +17,7 @@ import resource
 import time
 from pathlib import Path
 
-from reproduce.common import INCOMPLETE, cli, launch_argv, parse_args
+from reproduce.common import cli, launch_argv, missing_runs, parse_args
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
@@ -44,9 +44,9 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _missing_runs() -> str:
-    """The sweeps of the target just read whose runs are not all final (empty when none)."""
-    return "; ".join(f"{sweep}: {m} of {n} runs missing" for sweep, (m, n) in INCOMPLETE.items())
+def _missing_runs(target_out: Path) -> str:
+    """The sweep stores of a target whose runs are not all final (empty when none)."""
+    return "; ".join(f"{store}: {m} of {n} runs missing" for store, (m, n) in missing_runs(target_out).items())
 
 
 def _read_times(path: Path) -> dict:
@@ -67,17 +67,17 @@ def main(argv=None) -> Path:
     for name in targets:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
-        INCOMPLETE.clear()
         try:
             importlib.import_module(f"reproduce.{name}").main(forwarded)
         except SystemExit as stop:  # --no-train: a target without records is named in the report, not fatal
             if not args.no_train or stop.code in (None, 0):
                 raise
-            not_run[name] = _missing_runs() or str(stop.code)
+            not_run[name] = _missing_runs(Path(args.out) / name) or str(stop.code)
             print(f"== {name}: not run: {stop.code} ==", flush=True)
             continue
-        if INCOMPLETE:  # the rows stand on the runs present; the report says how many are missing
-            not_run[name] = "partial: " + _missing_runs()
+        missing = _missing_runs(Path(args.out) / name) if args.no_train else ""
+        if missing:  # the rows stand on the runs present; the report says how many are missing
+            not_run[name] = "partial: " + missing
         wall, used = time.time() - start, _cpu_seconds() - cpu
         print(f"== {name}: {wall:.0f} s wall, {used:.0f} CPU-s ==", flush=True)
         if not args.no_train:  # re-read: another pass on other targets may have written since

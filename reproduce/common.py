@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +16,26 @@ SWEEPS = REPO / "configs" / "sweeps"
 
 
 PROFILES = ("smoke", "medium", "paper")
-#: sweeps read by a ``--no-train`` pass with runs still missing: {"<sweep file> (<profile>)": (missing, total)}
-INCOMPLETE: dict[str, tuple[int, int]] = {}
-#: how the figure targets launch their sweeps, set from the command line by :func:`parse_args`
-#: (a target is one process; ``reproduce.all`` re-parses for each target it calls)
-LAUNCH: dict = {"train": True, "ensemble_size": 1, "launcher": "local", "address": None, "gpus_per_run": 0.0,
-                "devices": None, "runs_per_device": None}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a target launches its sweeps, from its command line; passed down, never global.
+    ``train=False`` (``--no-train``) reads the records already there and trains nothing."""
+
+    train: bool = True
+    workers: int | None = None
+    ensemble_size: int = 1
+    launcher: str = "local"
+    address: str | None = None
+    gpus_per_run: float = 0.0
+    devices: str | None = None
+    runs_per_device: int | None = None
 
 
 def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
-    """The figure targets' shared flags; ``extra(parser)`` adds a target's own."""
+    """The figure targets' shared flags (``args.launch`` holds how to launch); ``extra(parser)``
+    adds a target's own."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--profile", choices=PROFILES, default="smoke")
     parser.add_argument("--out", default="reproduction", help="output root (default: reproduction/)")
@@ -42,10 +53,72 @@ def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not str(args.out).strip() or Path(args.out).is_file():
         parser.error(f"--out={args.out!r}: must name a folder")
-    LAUNCH.update(train=not args.no_train, ensemble_size=args.ensemble_size, launcher=args.launcher,
-                  address=args.address, gpus_per_run=args.gpus_per_run, devices=args.devices,
-                  runs_per_device=args.runs_per_device)
+    args.launch = Launch(train=not args.no_train, workers=args.workers, ensemble_size=args.ensemble_size,
+                         launcher=args.launcher, address=args.address, gpus_per_run=args.gpus_per_run,
+                         devices=args.devices, runs_per_device=args.runs_per_device)
     return args
+
+
+def launch_argv(args: argparse.Namespace) -> list[str]:
+    """The launch flags of ``args`` as a command line, for a target that calls other targets."""
+    flags = {"--workers": args.workers, "--ensemble-size": args.ensemble_size, "--launcher": args.launcher,
+             "--address": args.address, "--gpus-per-run": args.gpus_per_run or None, "--devices": args.devices,
+             "--runs-per-device": args.runs_per_device}
+    return [text for flag, value in flags.items() if value is not None for text in (flag, str(value))] + \
+        (["--no-train"] if args.no_train else [])
+
+
+def sweep_records(sweep_file: str | Path, profile: str, out: Path, launch: Launch) -> tuple[list[dict], list[str]]:
+    """Run (or resume) a sweep into ``out/sweep``; return ``(records, missing)``: the records of
+    the current grid's runs and the names of its runs without a final record.
+
+    ``sweep_file`` is a name under configs/sweeps/ or a path (e.g. a derived sweep file).
+    When the sweep file changed since ``out/sweep`` was made, the new grid is adopted and
+    finished runs it still contains are kept; only the current grid's runs are returned (a
+    removed lambda never leaks into a fit). With ``launch.train`` false nothing runs: the
+    records already there are read; runs without a final record are named on stderr, and
+    count as missing (a run left running or interrupted here too, as in a clean clone).
+    """
+    import sys
+
+    from grok_lightning.records import FINAL_STATUSES
+    from grok_lightning.sweep.grid import load_sweep
+    from grok_lightning.sweep.launchers import run_sweep
+
+    path = sweep_path(sweep_file)
+    if launch.train:
+        run_sweep(path, profile=profile, out=out / "sweep", workers=launch.workers, extend=True,
+                  ensemble_size=launch.ensemble_size, launcher=launch.launcher, address=launch.address,
+                  gpus_per_run=launch.gpus_per_run, devices=launch.devices, runs_per_device=launch.runs_per_device)
+    specs = load_sweep(path, profile=profile).expand()
+    wanted = {spec.run_id for spec in specs}
+    found = [record for _, record in iter_records(out / "sweep" / "runs")] if (out / "sweep" / "runs").is_dir() else []
+    records = [record for record in found if record.get("run_id") in wanted]
+    final = {r["run_id"] for r in records if r.get("status") in FINAL_STATUSES}
+    missing = [spec.name for spec in specs if spec.run_id not in final]
+    if missing and not launch.train:
+        print(f"{path.name} ({profile}): {len(missing)} of {len(specs)} runs have no final record in {out / 'sweep'}: "
+              f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
+        if not final:  # nothing to analyse: the caller stops, and reproduce.all names it in the report
+            raise SystemExit(f"{path.name} ({profile}): none of its {len(specs)} runs has a final record yet")
+        records = [r for r in records if r["run_id"] in final]
+    return records, missing
+
+
+def missing_runs(target_out: Path) -> dict[str, tuple[int, int]]:
+    """``{store: (runs without a final record, runs planned)}`` of every sweep store under a
+    target's output folder, for the report (read from the stores, as in a clean clone)."""
+    from grok_lightning.records import FINAL_STATUSES
+    from grok_lightning.sweep.store import SweepStore
+
+    found = {}
+    for plan in sorted(Path(target_out).rglob("plan.json")):
+        store = SweepStore(plan.parent)
+        entries = store.load_plan()
+        done = sum(store.status_of(e["name"]) in FINAL_STATUSES for e in entries)
+        if done < len(entries):
+            found[str(plan.parent.relative_to(target_out))] = (len(entries) - done, len(entries))
+    return found
 
 
 def cli(main) -> None:
@@ -62,54 +135,6 @@ def cli(main) -> None:
     except OSError as err:  # read-only output, a full disk, a file where a folder should be
         where = f"{err.filename}: " if err.filename else ""
         sys.exit(f"error: {where}{err.strerror or err}")
-
-
-def launch_argv(args: argparse.Namespace) -> list[str]:
-    """The launch flags of ``args`` as a command line, for a target that calls other targets."""
-    flags = {"--workers": args.workers, "--ensemble-size": args.ensemble_size, "--launcher": args.launcher,
-             "--address": args.address, "--gpus-per-run": args.gpus_per_run or None, "--devices": args.devices,
-             "--runs-per-device": args.runs_per_device}
-    return [text for flag, value in flags.items() if value is not None for text in (flag, str(value))] + \
-        (["--no-train"] if args.no_train else [])
-
-
-def sweep_records(sweep_file: str | Path, profile: str, out: Path, workers: int | None = None) -> list[dict]:
-    """Run (or resume) a sweep into ``out/sweep`` and return the records of its runs.
-
-    ``sweep_file`` is a name under configs/sweeps/ or a path (e.g. a derived sweep file).
-
-    ``extend=True``: when the sweep file changed since ``out/sweep`` was made, the new grid is
-    adopted and finished runs it still contains are kept; only the runs of the current grid
-    are returned (a removed lambda never leaks into a fit). With ``--no-train`` nothing runs:
-    the records already in ``out/sweep`` are read, and runs of the grid without a final record
-    are named on stderr.
-    """
-    import sys
-
-    from grok_lightning.records import FINAL_STATUSES
-    from grok_lightning.sweep.grid import load_sweep
-    from grok_lightning.sweep.launchers import run_sweep
-
-    path = sweep_path(sweep_file)
-    if LAUNCH["train"]:
-        run_sweep(path, profile=profile, out=out / "sweep", workers=workers, extend=True,
-                  ensemble_size=LAUNCH["ensemble_size"], launcher=LAUNCH["launcher"], address=LAUNCH["address"],
-                  gpus_per_run=LAUNCH["gpus_per_run"], devices=LAUNCH["devices"], runs_per_device=LAUNCH["runs_per_device"])
-    specs = load_sweep(path, profile=profile).expand()
-    wanted = {spec.run_id for spec in specs}
-    found = [record for _, record in iter_records(out / "sweep" / "runs")] if (out / "sweep" / "runs").is_dir() else []
-    records = [record for record in found if record.get("run_id") in wanted]
-    final = {r["run_id"] for r in records if r.get("status") in FINAL_STATUSES}
-    missing = [spec.name for spec in specs if spec.run_id not in final]
-    if missing and not LAUNCH["train"]:
-        INCOMPLETE[f"{path.name} ({profile})"] = (len(missing), len(specs))
-        print(f"{path.name} ({profile}): {len(missing)} of {len(specs)} runs have no final record in {out / 'sweep'}: "
-              f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
-        if not final:  # nothing to analyse: the caller stops, and reproduce.all names it in the report
-            raise SystemExit(f"{path.name} ({profile}): none of its {len(specs)} runs has a final record yet")
-        # a run left running or interrupted on this machine counts as missing, as in a clean clone
-        records = [r for r in records if r["run_id"] in final]
-    return records
 
 
 def sweep_path(sweep_file: str | Path) -> Path:

@@ -66,8 +66,8 @@ def main(argv=None) -> Path:
     criterion = CollapseCriterion(known.collapse_s_bar, known.collapse_sigma_h)
     root = Path(args.out)
     out = root / "fig1"
-    small = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.workers)
-    others = sweep_records("regime_map.yaml", args.profile, out, args.workers)
+    small = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.launch)[0]
+    others = sweep_records("regime_map.yaml", args.profile, out, args.launch)[0]
     fits = root / "fig5" / "fits.json"
     wd_c = None
     if fits.exists() and json.loads(fits.read_text()).get("profile") == args.profile:

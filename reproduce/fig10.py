@@ -23,6 +23,7 @@ import numpy as np
 
 from grok_lightning.plots.architectures import figure_architectures
 from grok_lightning.plots.common import caption
+from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from reproduce.common import cli, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
@@ -86,7 +87,7 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
         fit, how = fit_group(recs, recs[0]["config"]["model"]["arch"])
         good = fit is not None and np.isfinite(fit.wd_c) and fit.status in ("ok", "separable", "extrapolated")
         ci = [float(v) for v in fit.wd_c_ci] if good and np.all(np.isfinite(fit.wd_c_ci)) else None
-        n_grok = int(sum(r["grok_epoch"] is not None and r["status"] == "completed" for r in recs))
+        n_grok = int(sum(is_grokked(r) for r in recs))
         entries.append({"label": label, "paper_key": key, "wd_c": float(fit.wd_c) if good else None, "wd_c_ci": ci,
                         "status": fit.status if fit else how, "n": len(recs), "n_grok": n_grok, "fit": how})
         paper = PAPER_VALUES.get(key)
@@ -107,13 +108,13 @@ def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     root = Path(args.out)
     out = root / "fig10"
-    records = sweep_records("cross_arch.yaml", args.profile, out, args.workers)
+    records = sweep_records("cross_arch.yaml", args.profile, out, args.launch)[0]
     if args.profile == "smoke":
         wds = {r["config"]["wd"] for r in records}
-        records += [r for r in sweep_records("canonical_wd.yaml", "smoke", root / "fig5", args.workers)
+        records += [r for r in sweep_records("canonical_wd.yaml", "smoke", root / "fig5", args.launch)[0]
                     if r["config"]["wd"] in wds]
     else:
-        records += [r for r in sweep_records("multitask.yaml", "paper", root / "fig9", args.workers)
+        records += [r for r in sweep_records("multitask.yaml", "paper", root / "fig9", args.launch)[0]
                     if r["config"]["data"]["operation"] == "add"]
     analyse(records, args.profile, out)
     print(f"fig10: {out / 'fig10_architectures.png'}")

@@ -262,10 +262,10 @@ def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     root = Path(args.out)
     out = root / "fig11"
-    records = sweep_records(RUNS_SWEEP, args.profile, root / "long_horizon", args.workers)
+    records = sweep_records(RUNS_SWEEP, args.profile, root / "long_horizon", args.launch)[0]
     t_max = wd_sweep_horizon(args.profile)
     fig5_fits = root / "fig5" / "fits.json"
-    wd_runs = sweep_records(WD_SWEEP, args.profile, root / "fig5", args.workers)
+    wd_runs = sweep_records(WD_SWEEP, args.profile, root / "fig5", args.launch)[0]
     fits = json.loads(fig5_fits.read_text()) if fig5_fits.exists() else {}
     if fits.get("profile") != args.profile:
         from reproduce import fig5

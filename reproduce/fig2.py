@@ -47,7 +47,7 @@ def distance_rows(records: list[dict], horizon: int, profile: str) -> list[dict]
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig2"
-    records = sweep_records("fig2.yaml", args.profile, out, args.workers)
+    records = sweep_records("fig2.yaml", args.profile, out, args.launch)[0]
     usable = [r for r in records if r["status"] == "completed"]
     seeds = sorted(r["config"]["seed"] for r in usable)
     per_seed = {str(r["config"]["seed"]): phase_summary(r["history"], r["grok_epoch"]).to_dict() for r in usable}

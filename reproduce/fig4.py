@@ -18,7 +18,7 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width
 from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
-from grok_lightning.stats.tests import unbiased_std_factor
+from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
@@ -125,7 +125,7 @@ def _mean(x):
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig4"
-    analyse(sweep_records("head_width.yaml", args.profile, out, args.workers), args.profile, out)
+    analyse(sweep_records("head_width.yaml", args.profile, out, args.launch)[0], args.profile, out)
     print(f"fig4: {out / 'fig4_head_width.png'}")
     return out
 

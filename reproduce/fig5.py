@@ -111,7 +111,7 @@ def _ci(ci):
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig5"
-    records = sweep_records("canonical_wd.yaml", args.profile, out, args.workers)
+    records = sweep_records("canonical_wd.yaml", args.profile, out, args.launch)[0]
     fits = analyse(records, args.profile, out)
     print(f"fig5: lambda_c = {fits['paper']['wd_c']} {fits['paper']['wd_c_ci']} (paper method), "
           f"{fits['glm']['wd_c']} (glm); {out / 'fig5_critical.png'}")

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -28,7 +29,6 @@ from grok_lightning.plots.interventions import figure_forest
 from grok_lightning.stats import correct, paired_comparison, peak_entropy_std
 from grok_lightning.stats.validity import decided_early, peak_check, summarise_checks
 from reproduce.common import (
-    LAUNCH,
     REPO,
     SWEEPS,
     cli,
@@ -249,8 +249,9 @@ def main(argv=None) -> Path:
     args = parse_args(__doc__, argv, extra=lambda p: p.add_argument(
         "--window", type=int, default=None, help="score outcomes on (E, E + W] (default: to the end of the run)"))
     out = Path(args.out) / "fig8"
-    LAUNCH["ensemble_size"] = 1  # each control run keeps its own peak checkpoint; B and C start from distinct ones
-    control = sweep_records("interventions.yaml", args.profile, out / "A", args.workers)
+    # each control run keeps its own peak checkpoint; B and C start from distinct ones: no ensembles
+    launch = dataclasses.replace(args.launch, ensemble_size=1)
+    control = sweep_records("interventions.yaml", args.profile, out / "A", launch)[0]
     peaks, starts = control_peaks(control, out / "A" / "sweep")
     if not peaks:
         raise SystemExit("fig8: no completed control run has sigma_H after epoch 100; nothing to intervene on")
@@ -259,7 +260,7 @@ def main(argv=None) -> Path:
         if group == "Cm" and args.profile == "smoke":  # the smoke budget keeps the two paper groups
             continue
         path = derived_sweep(group, args.profile, peaks, starts, out / group)
-        groups[group] = sweep_records(path, args.profile, out / group, args.workers)
+        groups[group] = sweep_records(path, args.profile, out / group, launch)[0]
     summary = analyse(groups, peaks, args.profile, out, window=args.window, allowed=allowed_range(args.profile))
     print(f"fig8: {len(summary['pairs'])} pairs; {out / 'fig8_forest.png'}")
     return out

@@ -16,6 +16,7 @@ import numpy as np
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_multitask
+from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
@@ -59,7 +60,7 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
     counts, totals = defaultdict(dict), defaultdict(dict)
     for r in counted:
         key, wd = label[id(r)], r["config"]["wd"]
-        counts[key][wd] = counts[key].get(wd, 0) + int(r["grok_epoch"] is not None and r["status"] == "completed")
+        counts[key][wd] = counts[key].get(wd, 0) + int(is_grokked(r))
         totals[key][wd] = totals[key].get(wd, 0) + 1
     wds = sorted({r["config"]["wd"] for r in counted})
     info = sweep_summary(records)
@@ -73,7 +74,7 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
     rows, fits = [], {}
     for op, paper_rate in PAPER_TASK_RATE.items():
         mine = [r for r in counted if r["config"]["data"]["operation"] == op]
-        rate = np.mean([r["grok_epoch"] is not None and r["status"] == "completed" for r in mine]) if mine else None
+        rate = np.mean([is_grokked(r) for r in mine]) if mine else None
         note = "" if profile == "paper" else "smoke grid (lambda 1, 2) is not the paper's: rates are not comparable"
         rows.append(row(PAPER, f"grok rate, task {SYMBOL[op]} (pooled over scales and lambda)", paper_rate,
                         None if rate is None else float(rate), profile, len(mine), note=note))
@@ -98,10 +99,10 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig9"
-    records = sweep_records("multitask.yaml", args.profile, out, args.workers)
+    records = sweep_records("multitask.yaml", args.profile, out, args.launch)[0]
     if args.profile == "smoke":  # addition at the same lambdas, seeds and model: the Fig. 5 smoke runs
         wds, seeds = {r["config"]["wd"] for r in records}, {r["config"]["seed"] for r in records}
-        records += [r for r in sweep_records("canonical_wd.yaml", "smoke", Path(args.out) / "fig5", args.workers)
+        records += [r for r in sweep_records("canonical_wd.yaml", "smoke", Path(args.out) / "fig5", args.launch)[0]
                     if r["config"]["wd"] in wds and r["config"]["seed"] in seeds]
     analyse(records, args.profile, out)
     print(f"fig9: {out / 'fig9_multitask.png'}")

@@ -33,7 +33,7 @@ from pathlib import Path
 from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH
 from grok_lightning.records import _json_safe
 from grok_lightning.stats.lockin import finite_median
-from reproduce.common import LAUNCH, cli, parse_args, sweep_records, write_outputs
+from reproduce.common import cli, parse_args, sweep_records, write_outputs
 from reproduce.lockin_activation import target_activation
 from reproduce.lockin_common import (
     P_MEDIAN_ABS_COS,
@@ -107,10 +107,10 @@ def _store(out: Path, sweep_file: str) -> Path:
     return out / Path(sweep_file).stem
 
 
-def _load(sweep_file: str, profile: str, out: Path, workers, cache: dict):
+def _load(sweep_file: str, profile: str, out: Path, launch, cache: dict):
     if sweep_file not in cache:
         root = _store(out, sweep_file)
-        records = sweep_records(sweep_file, profile, root, workers)
+        records = sweep_records(sweep_file, profile, root, launch)[0]
         if any(r.get("status") == "interrupted" for r in records):  # Ctrl-C / SIGTERM: stop, resume later
             raise SystemExit(f"lockin: {sweep_file} was interrupted; the same command resumes it")
         usable = [r for r in records if r.get("status") == "completed"]
@@ -160,7 +160,7 @@ def main(argv=None) -> Path:
         try:
             summary_part, rows, figs = analyse()
         except SystemExit as stop:
-            if LAUNCH["train"]:  # interrupted while training: stop here, the same command resumes
+            if args.launch.train:  # interrupted while training: stop here, the same command resumes
                 raise
             skipped[name] = str(stop)  # --no-train: a part without records; the others still report
             return
@@ -169,7 +169,7 @@ def main(argv=None) -> Path:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN medians where a window is empty
-        load = lambda sweep_file: _load(sweep_file, args.profile, out, args.workers, cache)  # noqa: E731
+        load = lambda sweep_file: _load(sweep_file, args.profile, out, args.launch, cache)  # noqa: E731
         if "main" in wanted:
             part("main", lambda: target_main(*load("lockin_main.yaml"), args.profile, out))
         if "window" in wanted:

@@ -6,7 +6,7 @@
 
 One sweep (configs/sweeps/long_horizon.yaml, into ``<out>/long_horizon/sweep``) with CheckpointSchedule
 and RetentionMonitor attached; then, post hoc and without training, the saved ``weights/epoch_*.pt``
-are rebuilt into the model and measured on the run's test split (reproduce/checkpoints.py). Writes
+are rebuilt into the model and measured on the run's test split (reproduce/weight_analysis.py). Writes
 into ``<out>/long_horizon/``: fig3_five_stage.png, fig6_pr_norm.png, fig7_esd_alpha.png,
 checkpoints.csv (one row per run and checkpoint), retention.csv, summary.json, rows.json, NOTES.md.
 ``--only`` (repeatable) runs some parts and merges their rows into the existing rows.json.
@@ -31,9 +31,9 @@ from grok_lightning.plots.common import caption, smoke_scope
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
-from reproduce.checkpoints import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
 from reproduce.common import REPO, SWEEPS, cli, describe, median_ci, parse_args, sweep_records, sweep_summary
 from reproduce.report import row
+from reproduce.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
 
 PAPER = "2605.20441"
 PARTS = ("fig3", "fig6", "fig7", "e8")
@@ -284,7 +284,7 @@ def main(argv=None) -> Path:
     args = parse_args(__doc__, rest)
     parts = known.only or list(PARTS)
     out = Path(args.out) / "long_horizon"
-    records = sweep_records(SWEEP, args.profile, out, args.workers)
+    records = sweep_records(SWEEP, args.profile, out, args.launch)[0]
     from grok_lightning.sweep.grid import load_sweep
 
     order = {s.run_id: i for i, s in enumerate(load_sweep(SWEEPS / SWEEP, profile=args.profile).expand())}

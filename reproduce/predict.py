@@ -179,7 +179,7 @@ def main(argv=None) -> Path:
                            0, note=f"not run: {reason}")])
         print(f"predict: not run: {reason}")
         return out
-    canonical = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.workers)
+    canonical = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.launch)[0]
     regime = existing_records("regime_map.yaml", args.profile, root / "fig1")
     sources = {"canonical_wd": len(canonical),
                "regime_map": len(regime) if regime else "absent (run reproduce.fig1 first to add it)"}

@@ -64,7 +64,7 @@ def measure_run(record: dict, runs_root: Path, settings: SGLDSettings, max_check
                 restrict: str = "attention") -> list[dict]:
     """rLLC, sigma_H and their wall times at every saved checkpoint of one run."""
     from grok_lightning.stats.llc import estimate_rllc, time_sigma_h
-    from reproduce.checkpoints import checkpoint_files, eval_split, load_checkpoint
+    from reproduce.weight_analysis import checkpoint_files, eval_split, load_checkpoint
 
     files = checkpoint_files(record, runs_root)
     if max_checkpoints is not None and len(files) > max_checkpoints:  # evenly spaced, first and last kept
@@ -119,7 +119,7 @@ def correlation(points: list[dict]) -> dict:
 def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, settings: SGLDSettings,
             runs: str = "lead", max_checkpoints: int | None = None) -> dict:
     from grok_lightning.plots.predict import figure_rllc
-    from reproduce.checkpoints import checkpoint_files
+    from reproduce.weight_analysis import checkpoint_files
 
     out.mkdir(parents=True, exist_ok=True)
     usable = [r for r in records if r["status"] in ("completed", "diverged") and checkpoint_files(r, runs_root)]
@@ -209,7 +209,7 @@ def main(argv=None) -> Path:
     args = parse_args(__doc__, rest)
     root = Path(args.out)
     lh = root / "long_horizon"
-    records = sweep_records(SWEEP, args.profile, lh, args.workers)
+    records = sweep_records(SWEEP, args.profile, lh, args.launch)[0]
     summary = analyse(records, lh / "sweep" / "runs", args.profile, root / "rllc", PROFILE_SGLD[args.profile],
                       known.runs, known.max_checkpoints)
     corr = summary.get("correlation", {})

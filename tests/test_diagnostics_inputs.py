@@ -16,7 +16,7 @@ from grok_lightning.diagnostics import (
     attention_probabilities,
     masked_attention_statistics,
 )
-from grok_lightning.diagnostics.callback import check_layers
+from grok_lightning.diagnostics.any_model import check_layers
 
 FLOAT32_REL = 1e-5
 

@@ -179,8 +179,8 @@ def test_tian_members_equal_separate_runs(tmp_path):
 def test_sweep_with_ensembles_writes_the_same_records(tmp_path):
     from test_sweep import TINY
 
-    from grok_lightning.sweep.ensembles import pack_tasks
     from grok_lightning.sweep.launchers import run_sweep
+    from grok_lightning.sweep.packing import pack_tasks
     from grok_lightning.sweep.store import SweepStore, collect
 
     threads = torch.get_num_threads()

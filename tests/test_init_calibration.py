@@ -12,7 +12,7 @@ from conftest import REPO
 from grok_lightning.metrics.functional import attention_statistics
 from grok_lightning.models import build_model
 from grok_lightning.modules.grokking import model_kwargs
-from reproduce import init_calibration as ic
+from reproduce.pilots import init_calibration as ic
 
 SHIPPED = REPO / "results" / "pilots" / "init_calibration"
 

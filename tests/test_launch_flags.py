@@ -24,21 +24,14 @@ FLAGS = ["--ensemble-size", "64", "--workers", "3", "--devices", "0,2", "--runs-
 RAY_FLAGS = ["--launcher", "ray", "--address", "head:6379", "--gpus-per-run", "0.5", "--no-train"]
 
 
-@pytest.fixture(autouse=True)
-def _restore_launch():
-    saved = dict(common.LAUNCH)
-    yield
-    common.LAUNCH.clear()
-    common.LAUNCH.update(saved)
-
-
 def test_sweep_records_passes_the_launch_flags_to_run_sweep(tmp_path, monkeypatch):
     import grok_lightning.sweep.launchers as launchers
 
     calls = []
     monkeypatch.setattr(launchers, "run_sweep", lambda *a, **kw: calls.append(kw))
     args = common.parse_args("doc", ["--out", str(tmp_path)] + FLAGS)
-    assert common.sweep_records("canonical_wd.yaml", "smoke", tmp_path, args.workers) == []
+    records, missing = common.sweep_records("canonical_wd.yaml", "smoke", tmp_path, args.launch)
+    assert records == [] and len(missing) > 0  # nothing trained (run_sweep is faked): every run missing
     assert calls and {k: calls[0][k] for k in ("ensemble_size", "devices", "runs_per_device", "launcher", "workers")} == \
         {"ensemble_size": 64, "devices": "0,2", "runs_per_device": 2, "launcher": "local", "workers": 3}
 
@@ -51,15 +44,13 @@ def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monke
 
     def fake_target(name):
         def main(argv):
-            common.parse_args(name, argv)
-            seen[name] = dict(common.LAUNCH)
+            seen[name] = common.parse_args(name, argv).launch
         return types.SimpleNamespace(main=main)
 
     monkeypatch.setattr(everything.importlib, "import_module", lambda module: fake_target(module))
     monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
     everything.main(["--out", str(tmp_path)] + flags)
-    common.parse_args("doc", flags)
-    expected = dict(common.LAUNCH)
+    expected = common.parse_args("doc", flags).launch
     assert len(seen) == len(everything.TARGETS)
     assert all(launch == expected for launch in seen.values()), (seen, expected)
 

@@ -118,8 +118,8 @@ def test_reproduce_rllc_without_devinterp_or_checkpoints_writes_not_run_rows(tmp
     rows = json.loads((tmp_path / "a" / "rows.json").read_text())
     assert rows[0]["ours"] is None and "no run of the long-horizon sweep has saved weights" in rows[0]["note"]
     monkeypatch.setattr(rllc, "devinterp_version", lambda: None)
-    import reproduce.checkpoints
+    import reproduce.weight_analysis
 
-    monkeypatch.setattr(reproduce.checkpoints, "checkpoint_files", lambda record, root: {1: "x"})
+    monkeypatch.setattr(reproduce.weight_analysis, "checkpoint_files", lambda record, root: {1: "x"})
     rllc.analyse([{"status": "completed"}], tmp_path / "runs", "smoke", tmp_path / "b", SGLDSettings())
     assert "devinterp is not installed" in json.loads((tmp_path / "b" / "rows.json").read_text())[0]["note"]

@@ -167,7 +167,7 @@ def test_checkpoint_schedule_saves_loads_and_resumes_without_duplicates(tiny):
 
 
 def test_checkpoint_schedule_options():
-    from grok_lightning.callbacks.checkpoints import PAPER_CHECKPOINT_EPOCHS, checkpoint_epochs
+    from grok_lightning.callbacks.weight_snapshots import PAPER_CHECKPOINT_EPOCHS, checkpoint_epochs
 
     assert tuple(checkpoint_epochs()) == PAPER_CHECKPOINT_EPOCHS
     dense = checkpoint_epochs(every=1000, dense_until=30, dense_every=10, max_epochs=3000)

@@ -25,7 +25,7 @@ from grok_lightning.plots.long_horizon import figure_five_stage
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
 from grok_lightning.sweep.grid import load_sweep
 from reproduce import long_horizon
-from reproduce.checkpoints import analyse_checkpoint, build_model_from_record, checkpoint_files, eval_split
+from reproduce.weight_analysis import analyse_checkpoint, build_model_from_record, checkpoint_files, eval_split
 
 
 def _record(wd=1.0, seed=42, name=None, status="completed", **extra) -> dict:

@@ -10,7 +10,7 @@ __all__ = ["AttentionDiagnostics", "GrokDetector", "HeadReinit", "InterventionSo
            "ScheduledEvaluation", "WeightNormClip", "tensorboard_tag"]
 
 # long-horizon building blocks
-from grok_lightning.callbacks.checkpoints import CheckpointSchedule  # noqa: E402
 from grok_lightning.callbacks.retention import RetentionMonitor  # noqa: E402
+from grok_lightning.callbacks.weight_snapshots import CheckpointSchedule  # noqa: E402
 
 __all__ += ["CheckpointSchedule", "RetentionMonitor"]

@@ -24,7 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.utilities import rank_zero_info
 
 __all__ = ["ResumeCheckpoint"]
@@ -32,8 +33,10 @@ __all__ = ["ResumeCheckpoint"]
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class ResumeCheckpoint(Callback):
-    """Writes ``<dirpath or log_dir/checkpoints>/last.ckpt`` (module docstring).
+class ResumeCheckpoint(Checkpoint):
+    """Writes ``<dirpath or log_dir/checkpoints>/last.ckpt`` (module docstring). A Lightning
+    ``Checkpoint``: Lightning runs it after every other callback, so the checkpoint holds the
+    state they reached at that epoch's end.
 
     Args:
         every_n_epochs: write at every epoch that is a multiple of this (0: not by epochs).
@@ -75,7 +78,8 @@ class ResumeCheckpoint(Callback):
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             self._previous = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
 
-    def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+    def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # before Lightning's teardown puts back the handlers it found (on_fit_end comes after it)
         self._restore_handlers()
 
     def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:

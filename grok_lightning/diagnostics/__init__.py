@@ -11,7 +11,7 @@
 Usage: docs/diagnostics_any_model.md.
 """
 
-from grok_lightning.diagnostics.callback import AnyModelAttentionDiagnostics, default_inputs, default_mask
+from grok_lightning.diagnostics.any_model import AnyModelAttentionDiagnostics, default_inputs, default_mask
 from grok_lightning.diagnostics.capture import AttentionCapture, UnsupportedModelError, attention_probabilities
 from grok_lightning.diagnostics.masked import MaskedAttentionStatistics, masked_attention_statistics
 

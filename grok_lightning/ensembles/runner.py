@@ -98,7 +98,7 @@ def build_ensemble(configs: list[dict], root: str | Path, checkpoint_every: int 
     extra: list[Callback] = list(callbacks or []) + [
         ResumeCheckpoint(every_n_epochs=checkpoint_every, every_minutes=minutes, dirpath=str(Path(root) / "checkpoints"))]
     settings.update(logger=False, callbacks=members + extra, default_root_dir=str(root),
-                    enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+                    enable_checkpointing=True, enable_progress_bar=False, enable_model_summary=False)
     return L.Trainer(**settings), ensemble, [p["datamodule"].train_dataloader() for p in parts]
 
 

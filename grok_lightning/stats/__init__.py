@@ -10,7 +10,7 @@ records into them. See ``docs/statistics.md`` for the formulas and the golden nu
 - :mod:`.regimes`    grok / no-grok / collapse / diverged label of a run (Fig. 1, Fig. 9).
 - :mod:`.trajectory` RMS distance of the median s_bar, sigma_H and test-accuracy curves to the
   paper's Fig. 2 (read off the published figure).
-- :mod:`.tests`      paired t / Wilcoxon / Cohen's d / bootstrap CI, Bonferroni/Holm,
+- :mod:`.significance` paired t / Wilcoxon / Cohen's d / bootstrap CI, Bonferroni/Holm,
   permutation test, two-sample Cohen's d, Pearson r with Fisher-z CI.
 """
 
@@ -39,7 +39,7 @@ from .relaxation import (
     kappa_from_rate,
     relaxation_curve,
 )
-from .tests import (
+from .significance import (
     PairedComparison,
     PermutationResult,
     cohens_d,

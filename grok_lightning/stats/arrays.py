@@ -28,6 +28,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from grok_lightning.records import is_grokked
+
 #: statuses that enter the statistics; everything else is skipped (with a warning).
 COUNTED_STATUSES = ("completed", "diverged")
 
@@ -116,11 +118,10 @@ def records_to_arrays(records: Iterable[dict]) -> tuple[np.ndarray, np.ndarray, 
             w = float(rec["config"]["wd"])
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"record {i} has no numeric config['wd']") from None
-        epoch = rec.get("grok_epoch")
-        did_grok = status == "completed" and epoch is not None
+        did_grok = is_grokked(rec)
         wd.append(w)
         grokked.append(did_grok)
-        t_grok.append(float(epoch) if did_grok else math.nan)
+        t_grok.append(float(rec["grok_epoch"]) if did_grok else math.nan)
     if skipped:
         detail = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items()))
         warnings.warn(f"records_to_arrays skipped {sum(skipped.values())} record(s) "

@@ -29,8 +29,8 @@ from typing import Callable, TextIO
 from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.sweep.devices import pick_device, resolve_devices, workers_for_devices
-from grok_lightning.sweep.ensembles import member_tasks, pack_tasks
 from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
+from grok_lightning.sweep.packing import member_tasks, pack_tasks
 from grok_lightning.sweep.progress import Progress
 from grok_lightning.sweep.store import SweepStore
 from grok_lightning.sweep.worker import execute_run, make_task, mark_failed
@@ -115,7 +115,7 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
 
     ``workers=0`` runs in this process (no worker processes; for debugging).
     ``ensemble_size`` > 1 packs compatible runs into vectorised ensembles of that many members
-    (:mod:`grok_lightning.sweep.ensembles`); records are the same as without.
+    (:mod:`grok_lightning.sweep.packing`); records are the same as without.
     ``devices`` (a count, or device numbers ``"0,2"``) pins each local worker to one GPU, round
     robin, ``runs_per_device`` workers per GPU (:mod:`grok_lightning.sweep.devices`); it also
     sets the default number of workers to devices x runs per device.

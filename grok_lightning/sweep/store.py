@@ -34,7 +34,7 @@ import yaml
 from filelock import FileLock, Timeout
 
 from grok_lightning.config import ConfigError, read_yaml
-from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
+from grok_lightning.records import RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
 from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, canonical_json, check_sweep, get_dotted, max_epochs_of
 from grok_lightning.sweep.rundir import run_dir_of
 
@@ -302,8 +302,6 @@ class SweepStore:
                 lines.append(f"  running  {name}: epoch {epoch}/{run.get('max_epochs') or '?'}")
         return lines
 
-    def final_names(self) -> set[str]:
-        return {e["name"] for e in self.load_plan() if self.status_of(e["name"]) in FINAL_STATUSES}
 
 
 def _last_line(text: Any) -> str | None:

@@ -100,7 +100,7 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     lists theirs under ``members``.
     """
     if task.get("members"):
-        from grok_lightning.sweep.ensembles import execute_ensemble  # one way: ensembles never import worker
+        from grok_lightning.sweep.packing import execute_ensemble  # one way: ensembles never import worker
 
         return execute_ensemble(task, capture_output)
     run_dir = Path(task["run_dir"])

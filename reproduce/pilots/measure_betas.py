@@ -4,7 +4,7 @@ Runs the canonical model at lambda = 1.0 with betas (0.9, 0.999) (PyTorch defaul
 (0.9, 0.98) (grokking convention) over the same seeds, stopping at grokking, and prints the
 per-seed t_grok and the medians (the paper's canonical t_grok is 120-130 epochs).
 
-    python -m reproduce.measure_betas --seeds 0 1 2 3 4 --out reproduction/betas
+    python -m reproduce.pilots.measure_betas --seeds 0 1 2 3 4 --out reproduction/betas
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from grok_lightning.records import write_json_atomic
 from grok_lightning.run import run_config
 from reproduce.common import cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 

@@ -4,9 +4,9 @@ The paper states pre-LayerNorm but neither the attention-logit scale nor the ini
 model starts at s_bar = 0.93 (Fig. 2) and shows a Phase 2 (s_bar dips toward 0.88-0.92 while
 sigma_H peaks near 0.095) at epochs 1,000-3,000 at lambda = 1.
 
-    python -m reproduce.init_calibration --part init  --out reproduction      # s_bar at init, CPU, ~1 min
-    python -m reproduce.init_calibration --part train --device cuda --epochs 3000 --seeds 7 11 31 42
-    python -m reproduce.init_calibration --part report --out reproduction     # figure + table from the JSONs
+    python -m reproduce.pilots.init_calibration --part init  --out reproduction      # s_bar at init, CPU, ~1 min
+    python -m reproduce.pilots.init_calibration --part train --device cuda --epochs 3000 --seeds 7 11 31 42
+    python -m reproduce.pilots.init_calibration --part report --out reproduction     # figure + table from the JSONs
 
 ``init`` measures s_bar and sigma_H at initialisation (full test split, 5 seeds) for every
 variant. ``train`` trains the candidate variants (``configs/sweeps/init_calibration.yaml``'s zip)

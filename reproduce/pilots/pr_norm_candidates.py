@@ -1,6 +1,6 @@
 """PR_norm candidates: every head covariance construction on one run's saved weights, against Table 3.
 
-    python -m reproduce.pr_norm_candidates --run RUN_DIR --out results/pilots/pr_norm/candidates.json
+    python -m reproduce.pilots.pr_norm_candidates --run RUN_DIR --out results/pilots/pr_norm/candidates.json
 
 ``RUN_DIR`` holds the run's ``record.json`` and ``weights/epoch_XXXXX.pt`` (``CheckpointSchedule``).
 For every checkpoint it rebuilds the model and its test split (the diagnostics' evaluation batch),
@@ -22,9 +22,9 @@ import torch
 
 from grok_lightning.metrics.participation import PR_CONSTRUCTIONS, _pr_compute, parse_pr_construction
 from grok_lightning.records import write_json_atomic
-from reproduce.checkpoints import checkpoint_files, eval_split, head_pr_states, load_checkpoint
 from reproduce.common import cli
 from reproduce.long_horizon import paper_table3
+from reproduce.weight_analysis import checkpoint_files, eval_split, head_pr_states, load_checkpoint
 
 __all__ = ["candidate_table", "main"]
 
@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
     table = candidate_table(record, files, args.batch_size)
     result = compare(table, paper)
     c = record["config"]
-    payload = {"command": f"python -m reproduce.pr_norm_candidates --run {args.run} --out {args.out}",
+    payload = {"command": f"python -m reproduce.pilots.pr_norm_candidates --run {args.run} --out {args.out}",
                "train_command": args.train_command,
                "run": {"seed": c["seed"], "wd": c["wd"], "max_epochs": c["max_epochs"], "model": c["model"],
                        "grok_epoch": record.get("grok_epoch"), "run_id": record.get("run_id")},

@@ -1,6 +1,6 @@
 """How large are the updates of re-initialised heads after E12's group-B intervention?
 
-    python -m reproduce.e12_update_sizes --out reproduction [--epochs 200] [--steps 50]
+    python -m reproduce.pilots.e12_update_sizes --out reproduction [--epochs 200] [--steps 50]
 
 Trains the canonical model (seed 7, lambda = 1) for ``--epochs`` epochs with the package's data
 order and AdamW, then re-initialises 2 heads per layer (configs/interventions/head_reinit.yaml's
