@@ -81,6 +81,22 @@ def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
     return path
 
 
+def weight_decay_of(model: dict) -> float | None:
+    """The run's weight decay, the record's ``config.wd``: AdamW's decoupled ``weight_decay``
+    (GrokkingModule), else the coupled L2 ``eta`` of the lock-in paper's network (TianModule)."""
+    return model.get("weight_decay", model.get("eta"))
+
+
+def record_config(model: dict, data: dict, seed: int | None, max_epochs: int | None, module: str | None,
+                  **extra) -> dict:
+    """A record's ``config`` block: the paper's field names (``wd``, ``seed``, ``max_epochs``), the
+    module's class name, its and the datamodule's hyperparameters, and ``extra`` (precision,
+    profile, run id, name). The recorder writes it at the start of a run; a run that fails before
+    its recorder exists gets the same block from its resolved config."""
+    return {"wd": weight_decay_of(model), "seed": seed, "max_epochs": max_epochs, "module": module,
+            "model": model, "data": data, **extra}
+
+
 def new_record(config: dict, run_id: str | None = None, name: str | None = None) -> dict:
     """An empty record for a run about to start (status ``running``)."""
     return {

@@ -3,10 +3,11 @@
 This is the only place that wires those together. ``grok-lightning fit`` (the LightningCLI way)
 and every sweep launcher go through :class:`GrokCLI`, so a run behaves the same wherever it runs.
 
-What is always attached, in this order (the order matters for ``on_evaluation_end``):
-``ScheduledEvaluation`` -> ``GrokDetector`` -> ``StopState`` -> ``AttentionDiagnostics``
-(GrokkingModule) -> user callbacks (interventions, detectors) -> ``RunRecorder`` ->
-``ResumeCheckpoint`` (``last.ckpt`` every ``run.checkpoint_every`` epochs, every
+What is always attached, in this order:
+``ScheduledEvaluation`` (the evaluation pipeline: forward, then the contributors
+``GrokDetector`` -> ``AttentionDiagnostics`` -> detectors from the config, then the consumers:
+config callbacks -> ``RunProgressBar`` -> ``RunRecorder``; see its module) -> ``StopState`` ->
+the contributors and config callbacks (their other hooks) -> ``RunRecorder`` -> ``ResumeCheckpoint`` (``last.ckpt`` every ``run.checkpoint_every`` epochs, every
 ``run.checkpoint_minutes`` of wall time, and on SIGINT/SIGTERM, which stop the run gracefully).
 Checkpoints are read with ``weights_only=True`` only (:mod:`grok_lightning.checkpoint_io`).
 """
@@ -115,7 +116,7 @@ class GrokCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         parser.add_class_arguments(RunSettings, "run")
         parser.add_class_arguments(GrokDetector, "grok")
-        parser.add_class_arguments(AttentionDiagnostics, "diagnostics")
+        parser.add_class_arguments(AttentionDiagnostics, "diagnostics", skip={"grok"})
 
     def _section(self, name: str) -> dict:
         config = self.config.get(self.subcommand) if self.subcommand else self.config
@@ -186,21 +187,28 @@ class GrokCLI(LightningCLI):
             torch.set_num_threads(run.threads)
         require_choice("run.matmul_precision", run.matmul_precision, MATMUL_PRECISIONS)
         torch.set_float32_matmul_precision(run.matmul_precision)
-        grok = self._section("grok")
-        # callbacks listed under trainer.callbacks in the YAML (already instantiated) keep their
-        # place between the package's callbacks and the recorder
+        # callbacks listed under trainer.callbacks in the YAML (already instantiated) come after
+        # the package's own, in their order
         configured = self._get(self.config_init, "trainer", default={}).get("callbacks") or []
         if not isinstance(configured, list):
             configured = [configured]
         extra = list(configured) + list(kwargs.pop("callbacks", None) or [])
-        callbacks = [ScheduledEvaluation(), GrokDetector(**grok), StopState()]
+        seed = self._get(self.config, "seed_everything")
+        info = {"profile": run.profile, "run_id": run.run_id, "name": run.name,
+                "seed": int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else 0}
+        recorder = RunRecorder(record_path=run.record_path, run_info=info)
+        progress = [RunProgressBar()] if self._get(self.config_init, "trainer", default={}).get(
+            "enable_progress_bar", True) is not False else []
+        # the evaluation pipeline, in its order: the forward, then what adds to the row (the
+        # grokking detector first: the diagnostics image its t_grok), then what reads the row
+        grok = GrokDetector(**self._section("grok"))
+        contributors = [grok]
         if run.diagnostics and hasattr(self.model, "has_attention"):
-            callbacks.append(AttentionDiagnostics(**self._section("diagnostics")))
-        callbacks += list(extra)
-        info = {"profile": run.profile, "run_id": run.run_id, "name": run.name}
-        callbacks.append(RunRecorder(record_path=run.record_path, run_info=info))
-        if self._get(self.config_init, "trainer", default={}).get("enable_progress_bar", True) is not False:
-            callbacks.append(RunProgressBar())
+            contributors.append(AttentionDiagnostics(**self._section("diagnostics"), grok=grok))
+        contributors += [c for c in extra if callable(getattr(c, "contribute", None))]
+        consumers = [c for c in extra if callable(getattr(c, "on_evaluation_end", None))] + progress + [recorder]
+        evaluation = ScheduledEvaluation(contributors, consumers)
+        callbacks = [evaluation, StopState(), *dict.fromkeys(contributors + extra), recorder, *progress]
         # one rolling file, checkpoints/last.ckpt, in place of Lightning's default ModelCheckpoint
         minutes = run.checkpoint_minutes if run.checkpoint_every > 0 else 0.0
         callbacks.append(ResumeCheckpoint(every_n_epochs=run.checkpoint_every, every_minutes=minutes))

@@ -45,8 +45,16 @@ def _cpu_seconds() -> float:
 
 
 def _missing_runs(target_out: Path) -> str:
-    """The sweep stores of a target whose runs are not all final (empty when none)."""
-    return "; ".join(f"{store}: {m} of {n} runs missing" for store, (m, n) in missing_runs(target_out).items())
+    """What a target lacks: its sweep stores whose runs are not all final, and the parts it noted
+    as without records (``missing`` in its summary.json; the lock-in target's sweeps). Empty when
+    nothing is missing."""
+    found = [f"{store}: {m} of {n} runs missing" for store, (m, n) in missing_runs(target_out).items()]
+    try:
+        found += [text for text in json.loads((target_out / "summary.json").read_text()).get("missing", [])
+                  if text not in found]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return "; ".join(found)
 
 
 def _read_times(path: Path) -> dict:

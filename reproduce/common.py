@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from grok_lightning.records import iter_records, write_json_atomic
+from grok_lightning.sweep.launchers import LAUNCHERS
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEPS = REPO / "configs" / "sweeps"
@@ -41,7 +42,7 @@ def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
     parser.add_argument("--out", default="reproduction", help="output root (default: reproduction/)")
     parser.add_argument("--workers", type=int, default=None, help="local sweep workers (default: one per core)")
     parser.add_argument("--ensemble-size", type=int, default=1, help="runs per vectorised ensemble (sweep run --ensemble-size)")
-    parser.add_argument("--launcher", choices=("local", "ray"), default="local")
+    parser.add_argument("--launcher", choices=tuple(LAUNCHERS), default="local")
     parser.add_argument("--address", default=None, help="Ray cluster address (--launcher ray)")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs per Ray task (--launcher ray; 0.5 = two runs per GPU)")
     parser.add_argument("--devices", default=None, help="GPUs for local workers: a count (4) or numbers (0,2,5); one per worker, round robin")
@@ -99,8 +100,8 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, launch: Launc
     if missing and not launch.train:
         print(f"{path.name} ({profile}): {len(missing)} of {len(specs)} runs have no final record in {out / 'sweep'}: "
               f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}", file=sys.stderr)
-        if not final:  # nothing to analyse: the caller stops, and reproduce.all names it in the report
-            raise SystemExit(f"{path.name} ({profile}): none of its {len(specs)} runs has a final record yet")
+        if not final:  # nothing to analyse: the caller stops (or, in a target of parts, notes it in its summary)
+            raise SystemExit(f"{path.name} ({profile}): {len(specs)} of {len(specs)} runs missing (no final record yet)")
         records = [r for r in records if r["run_id"] in final]
     return records, missing
 
@@ -117,7 +118,9 @@ def missing_runs(target_out: Path) -> dict[str, tuple[int, int]]:
         entries = store.load_plan()
         done = sum(store.status_of(e["name"]) in FINAL_STATUSES for e in entries)
         if done < len(entries):
-            found[str(plan.parent.relative_to(target_out))] = (len(entries) - done, len(entries))
+            sweep = store.load_sweep()
+            name = Path(sweep.source).name if sweep.source else f"{sweep.name}.yaml"
+            found[f"{name} ({sweep.profile})"] = (len(entries) - done, len(entries))
     return found
 
 

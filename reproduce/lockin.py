@@ -191,6 +191,7 @@ def main(argv=None) -> Path:
     for name, why in skipped.items():
         print(f"lockin: {name} not analysed: {why}")
     summary, rows = _merge(out, args.profile, ran)
+    summary["missing"] = list(skipped.values())  # what the report lists as partial
     write_outputs(out, summary, _json_safe(rows))  # NaN -> null, so rows.json is strict JSON
     (out / "NOTES.md").write_text(notes_text(summary["targets"], args.profile))
     for path in figures:

@@ -96,11 +96,11 @@ for line in sys.stdin:
 
 
 def test_local_workers_are_pinned_and_a_dead_worker_is_replaced_on_its_device(tmp_path, monkeypatch):
-    from grok_lightning.sweep import launchers
+    from grok_lightning.sweep import launchers, local_pool
 
     log, died = tmp_path / "workers.jsonl", tmp_path / "died"
     command = [sys.executable, "-c", FAKE_WORKER, str(log), str(died)]
-    monkeypatch.setattr(launchers, "worker_command", lambda parent, threads: command)
+    monkeypatch.setattr(local_pool, "worker_command", lambda parent, threads: command)
     monkeypatch.setattr("grok_lightning.sweep.devices.check_devices", lambda devices, visible_count=None: None)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6")
     result = launchers.run_sweep(TINY, out=tmp_path / "out", devices="0,2", runs_per_device=2,
@@ -122,7 +122,7 @@ def test_local_workers_are_pinned_and_a_dead_worker_is_replaced_on_its_device(tm
 def test_sweep_run_refuses_bad_device_flags_in_one_line(tmp_path, capsys, monkeypatch, flags, message):
     from grok_lightning.sweep.cli import main
 
-    monkeypatch.setattr("grok_lightning.sweep.launchers._import_ray", lambda: None)  # Ray need not be installed
+    monkeypatch.setattr("grok_lightning.sweep.launchers.import_ray", lambda: None)  # Ray need not be installed
     assert main(["run", str(TINY), "--out", str(tmp_path / "out")] + flags) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

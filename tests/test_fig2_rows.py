@@ -23,7 +23,7 @@ def _run(seed: int, dip: float, memorised_min: float) -> dict:
 
 def test_rows_report_the_phase1_rise_from_the_memorisation_minimum(tmp_path, monkeypatch):
     records = [_run(7, 0.80, 0.93), _run(11, 0.82, 0.94), _run(31, 0.81, 0.92)]
-    monkeypatch.setattr(fig2, "sweep_records", lambda *args, **kwargs: records)
+    monkeypatch.setattr(fig2, "sweep_records", lambda *args, **kwargs: (records, []))
     (tmp_path / "fig2").mkdir()  # sweep_records makes it in a real run
     fig2.main(["--profile", "smoke", "--out", str(tmp_path)])
     rows = {r["quantity"]: r for r in json.loads((tmp_path / "fig2" / "rows.json").read_text())}

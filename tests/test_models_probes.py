@@ -231,12 +231,11 @@ def test_attention_diagnostics_on_a_module_without_attention(caplog):
 
     from grok_lightning.callbacks import AttentionDiagnostics
 
-    callback, module, metrics = AttentionDiagnostics(), L.LightningModule(), {}
+    callback, module = AttentionDiagnostics(), L.LightningModule()
     with caplog.at_level(logging.INFO):
         for _ in range(2):
             callback.setup(None, module, "fit")
-            callback.on_evaluation_end(None, module, 0, metrics)
-    assert metrics == {} and module.collect_attention is False
+            assert callback.contribute(None, module, 0, {}, {}) == {}
     assert sum("attention metrics undefined" in r.getMessage() for r in caplog.records) == 1
 
 

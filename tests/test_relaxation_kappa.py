@@ -83,7 +83,7 @@ def test_the_paper_profile_bound_uses_the_canonical_sweeps_horizon(tmp_path, mon
     (tmp_path / "fig5" / "fits.json").write_text(json.dumps({"profile": "paper", "main": {"wd_c": 0.0158,
                                                                                            "wd_c_ci": [0.0109, 0.02]}}))
     seen = {}
-    monkeypatch.setattr(fig11, "sweep_records", lambda name, profile, out, workers: seen.setdefault(name, _records()))
+    monkeypatch.setattr(fig11, "sweep_records", lambda name, profile, out, launch: (seen.setdefault(name, _records()), []))
     fig11.main(["--profile", "paper", "--out", str(tmp_path)])
     summary = json.loads((tmp_path / "fig11" / "summary.json").read_text())
     # the lambda_c comes from fig5's fits; its sweep's records are read (one model here: no own-model rows)

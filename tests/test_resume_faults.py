@@ -79,7 +79,7 @@ def test_the_stop_decision_is_in_the_checkpointed_state():
     trainer = SimpleNamespace(should_stop=False)
     module = SimpleNamespace(record_extras={}, diverged_epoch=None)
     detector = GrokDetector(threshold=0.5, extra_epochs=0)
-    detector.on_evaluation_end(trainer, module, 7, {"test_acc": 0.9})
+    assert detector.contribute(trainer, module, 7, {"test_acc": 0.9}, {}) == {}
     assert trainer.should_stop and detector.state_dict() == {"grok_epoch": 7, "stopped": True}
     resumed, fresh = GrokDetector(threshold=0.5, extra_epochs=0), SimpleNamespace(should_stop=False)
     resumed.load_state_dict(detector.state_dict())

@@ -329,10 +329,10 @@ def test_failed_and_diverged_runs_do_not_stop_the_sweep(tmp_path, keep_torch_thr
 
 
 def test_workers_that_cannot_start_stop_the_sweep_with_one_line(tmp_path, monkeypatch):
-    from grok_lightning.sweep import launchers
+    from grok_lightning.sweep import launchers, local_pool
 
     crash = [sys.executable, "-c", "import sys; print('boom: no torch here', file=sys.stderr); sys.exit(3)"]
-    monkeypatch.setattr(launchers, "worker_command", lambda parent, threads: crash)
+    monkeypatch.setattr(local_pool, "worker_command", lambda parent, threads: crash)
     out = tmp_path / "out"
     with pytest.raises(launchers.WorkerStartupError, match=r"exit code 3\): boom: no torch here") as info:
         launchers.run_sweep(TINY, out=out, workers=2, stream=open(os.devnull, "w"))

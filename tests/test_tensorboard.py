@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from lightning.pytorch import Callback
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.proto import summary_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
@@ -17,7 +16,7 @@ from tensorboard.plugins.hparams import metadata as hparams_metadata
 from conftest import InterruptAfter, tiny_config
 from grok_lightning.callbacks import GrokDetector
 from grok_lightning.callbacks.dashboard import curated_hparams, describe
-from grok_lightning.callbacks.evaluation import StepLossLogger
+from grok_lightning.callbacks.evaluation import ScheduledEvaluation, StepLossLogger
 from grok_lightning.ensembles import build_ensemble
 from grok_lightning.run import GrokCLI
 
@@ -27,18 +26,19 @@ CURATED = {"arch", "shape", "weight decay", "lr", "betas", "seed", "operation", 
 HP = {"hp/grok_epoch", "hp/final_test_acc", "hp/final_train_acc", "hp/final_test_loss"}
 
 
-class GrokAt(Callback):
-    """Makes the run 'grok' at a fixed epoch (a tiny model does not in seconds): sits between the
-    grok detector and the diagnostics, as a real grok would look to the callbacks after it."""
+class GrokAt:
+    """Makes the run 'grok' at a fixed epoch (a tiny model does not in seconds): a contributor
+    between the grok detector and the diagnostics, as a real grok would look to those after it."""
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
 
-    def on_evaluation_end(self, trainer, pl_module, epoch, metrics) -> None:
+    def contribute(self, trainer, pl_module, epoch, row, attention) -> dict:
         detector = next(c for c in trainer.callbacks if isinstance(c, GrokDetector))
         if epoch == self.epoch:
             detector.grok_epoch = epoch
         pl_module.record_extras["grok_epoch"] = detector.grok_epoch
+        return {}
 
 
 def config(tmp_path: Path, version: str = "v0", seed: int = 0) -> dict:
@@ -97,7 +97,8 @@ def test_single_run_reads_at_a_glance(tmp_path):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*args parameter.*")
         cli = GrokCLI(args=config(tmp_path), run=False)
-    cli.trainer.callbacks.insert(2, GrokAt(GROK))  # after ScheduledEvaluation and GrokDetector
+    evaluation = next(c for c in cli.trainer.callbacks if isinstance(c, ScheduledEvaluation))
+    evaluation.contributors.insert(1, GrokAt(GROK))  # right after the GrokDetector
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     torch.set_flush_denormal(False)
     record = next(c for c in cli.trainer.callbacks if hasattr(c, "record")).record

@@ -22,6 +22,8 @@ import weakref
 
 from lightning.pytorch.loggers import TensorBoardLogger
 
+from grok_lightning.records import weight_decay_of
+
 __all__ = ["DESCRIPTIONS", "HPARAMS", "describe", "curated_hparams", "log_scalars", "log_image", "log_hparams",
            "head_cosine_png"]
 
@@ -141,7 +143,7 @@ def curated_hparams(config: dict) -> dict:
     model, data = config.get("model", {}), config.get("data", {})
     if config.get("module") == "TianModule":  # Xu's two-layer network, torch Adam (default betas), a + b mod M
         arch, shape = f"two-layer {model.get('activation', 'x2')}", f"K={model.get('hidden')}"
-        weight_decay, betas, operation, p = model.get("eta"), (0.9, 0.999), "add", model.get("M")
+        betas, operation, p = (0.9, 0.999), "add", model.get("M")
     else:
         arch = model.get("arch", config.get("module", "?"))
         if arch == "transformer":
@@ -150,10 +152,9 @@ def curated_hparams(config: dict) -> dict:
         else:
             kwargs = sorted((model.get("arch_kwargs") or {}).items())
             shape = ", ".join(f"{k}={_text(v)}" for k, v in kwargs) or "default"
-        weight_decay, betas = model.get("weight_decay"), model.get("betas")
-        operation, p = data.get("operation"), data.get("p")
+        betas, operation, p = model.get("betas"), data.get("operation"), data.get("p")
     table = {
-        "arch": arch, "shape": shape, "weight decay": weight_decay, "lr": model.get("lr"), "betas": betas,
+        "arch": arch, "shape": shape, "weight decay": config.get("wd", weight_decay_of(model)), "lr": model.get("lr"), "betas": betas,
         "seed": config.get("seed"), "operation": operation, "p": p, "train fraction": data.get("train_fraction"),
         "profile": config.get("profile"), "horizon": config.get("max_epochs"),
     }

@@ -1,15 +1,16 @@
 """AttentionDiagnostics: the paper's cheap online order parameters, at every evaluation.
 
-From the attention probabilities of a fixed evaluation batch (default: the full test split,
-collected by the module's own evaluation forward, so no extra forward pass is paid) it computes
+A contributor of the evaluation pipeline (:class:`~grok_lightning.callbacks.ScheduledEvaluation`):
+from the attention probabilities of the full test split, read from the evaluation's own forward
+(so no extra forward pass is paid), it returns
 s_bar (``mean_similarity``), sigma_H (``entropy_std``), entropy mean and range, the spectral gap
 and PR_norm (both normalisations) with :class:`~grok_lightning.metrics.AttentionStatistics`.
 Layer means go to the record's history and to TensorBoard as ``diag/<name>``; per-layer values
 as ``diag_layer_<k>/<name>`` (one TensorBoard section per layer). It logs each layer's H x H
 head-cosine matrix as an image (``head_cosine/layer_<k>``, a labelled heat map with a colour bar
-on a fixed scale) every ``image_every`` evaluations, and always at t_grok and at the last
-evaluated epoch: the matrix after grokking is the one the paper is about, and a cadence alone
-can miss it.
+on a fixed scale) every ``image_every`` evaluations, and always at the last evaluated epoch and,
+given the run's :class:`~grok_lightning.callbacks.GrokDetector` (``grok``), at t_grok: the matrix
+after grokking is the one the paper is about, and a cadence alone can miss it.
 
 With ``readings`` on it also records s_bar and sigma_H under every reading of
 :mod:`grok_lightning.metrics.readings` on four input sets: the test split, the train split, all
@@ -55,15 +56,19 @@ class AttentionDiagnostics(Callback):
         readings: also record every reading of s_bar and sigma_H on the four input sets
             (module docstring); off by default (48 numbers per evaluation).
         readings_batch: the size of the fixed training batch among those input sets.
+        grok: the run's grokking detector (earlier in the pipeline), whose t_grok gets images.
     """
 
     def __init__(self, every: int = 1, per_layer: bool = True, image_every: int = 10,
                  pr_construction: str = DIAGNOSTICS_PR_CONSTRUCTION, readings: bool = False,
-                 readings_batch: int = 512):
+                 readings_batch: int = 512, grok=None):
         require_choice("diagnostics.pr_construction", pr_construction, PR_CONSTRUCTIONS)
         self.every, self.per_layer, self.image_every = every, per_layer, image_every
         self.pr_construction = pr_construction
         self.readings, self.readings_batch = readings, readings_batch
+        self.grok = grok
+        # the splits whose attention the pipeline captures for this contributor
+        self.attention_splits = ("test", "train") if readings else ("test",)
         self.n_evaluations = 0
         self.imaged_epochs: list[int] = []  # epochs that already have images
         self._noted = False  # the "no attention" note is logged once
@@ -71,9 +76,6 @@ class AttentionDiagnostics(Callback):
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         has_attention = bool(getattr(pl_module, "has_attention", False))
-        pl_module.collect_attention = has_attention
-        if has_attention and self.readings:
-            pl_module.attention_splits = ("test", "train")
         if has_attention and isinstance(getattr(pl_module, "record_extras", None), dict):
             pl_module.record_extras["pr_construction"] = self.pr_construction
         if not has_attention:
@@ -86,13 +88,14 @@ class AttentionDiagnostics(Callback):
                 rank_zero_info(f"AttentionDiagnostics: attention metrics {note}; nothing to compute")
                 self._noted = True
 
-    def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
+    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, attention: dict) -> dict:
+        """The diagnostics of this evaluation's attention (``attention[split]``: per-layer
+        ``(N, H, T, T)``), as ``{name: value}`` (layer means and ``layer_<k>/<name>``)."""
         self.n_evaluations += 1
-        if not getattr(pl_module, "has_attention", False):
-            return
-        attentions = getattr(pl_module, "last_attentions", None)
-        if attentions is None or (self.n_evaluations - 1) % self.every:
-            return
+        attentions = attention.get("test")
+        if not getattr(pl_module, "has_attention", False) or attentions is None or (self.n_evaluations - 1) % self.every:
+            return {}
+        metrics: dict[str, float] = {}
         source, centring = parse_pr_construction(self.pr_construction)
         statistics = AttentionStatistics(per_layer=True, pr_construction=centring)
         statistics.update(attentions)
@@ -106,18 +109,16 @@ class AttentionDiagnostics(Callback):
                 for layer, value in enumerate(per_layer.reshape(-1).tolist()):
                     metrics[f"layer_{layer}/{name}"] = value
         if self.readings:
-            metrics.update(self._readings(pl_module.last_split_attentions))
-        pl_module.last_attentions = None
-        pl_module.last_split_attentions = {}
-        if not self.image_every:
-            return
-        # the cosines behind s_bar, from the Gram the statistics already hold (no second pass)
-        cosines = _cosine_from_gram(statistics.gram, statistics.eps).cpu()
-        grok_epoch = getattr(pl_module, "record_extras", {}).get("grok_epoch")  # set by GrokDetector, which runs first
-        if (self.n_evaluations - 1) % self.image_every == 0 or grok_epoch == epoch:
-            self._log_images(trainer, cosines, epoch, " (t_grok)" if grok_epoch == epoch else "")
-        else:
-            self._latest = (epoch, cosines)  # imaged at fit end if it turns out to be the last
+            metrics.update(self._readings(attention))
+        if self.image_every:
+            # the cosines behind s_bar, from the Gram the statistics already hold (no second pass)
+            cosines = _cosine_from_gram(statistics.gram, statistics.eps).cpu()
+            at_grok = self.grok is not None and self.grok.grok_epoch == epoch
+            if (self.n_evaluations - 1) % self.image_every == 0 or at_grok:
+                self._log_images(trainer, cosines, epoch, " (t_grok)" if at_grok else "")
+            else:
+                self._latest = (epoch, cosines)  # imaged at fit end if it turns out to be the last
+        return metrics
 
     def _readings(self, by_split: dict) -> dict[str, float]:
         train = reading_state(by_split["train"])

@@ -1,14 +1,27 @@
-"""ScheduledEvaluation: one evaluation per scheduled epoch, broadcast to the other callbacks.
+"""ScheduledEvaluation: the evaluation pipeline, one explicit sequence per scheduled epoch.
 
 Epoch numbering: epoch ``t`` is the state after ``t`` passes over the training split; epoch 0 is
 the initialisation (evaluated in ``on_train_start``). A module decides which epochs are evaluated
-(``is_eval_epoch``; default: every epoch), and returns a flat ``dict[str, float]`` from
-``evaluate(epoch)``.
+(``is_eval_epoch``; default: every epoch).
 
-After evaluating, this callback calls ``on_evaluation_end(trainer, pl_module, epoch, metrics)``
-on every callback that defines it, in trainer order. Those callbacks may add keys to ``metrics``
-(diagnostics, detectors); the recorder, which runs last, writes the complete row. Only then are
-the values logged to TensorBoard with ``step = epoch``, so every curve's x axis is in epochs.
+At each scheduled epoch, in this order:
+
+1. **forward**: ``pl_module.evaluate(epoch, after_forward)`` returns the base row (losses,
+   accuracies, weight norm). When a contributor asks for attention (``attention_splits``), an
+   :class:`~grok_lightning.diagnostics.capture.AttentionCapture` is open around that forward and
+   ``after_forward(split)`` files each forward's layers under its split: one attention stack for
+   this package's models and any other, read from the evaluation's own forward (no second pass).
+2. **contributors**, in their list's order (``run.py``: the grokking detector, the attention
+   diagnostics, then detectors from the config): ``contribute(trainer, pl_module, epoch, row,
+   attention) -> dict`` sees the row so far (read-only) and *returns* its keys; a key already in
+   the row is refused.
+3. **consumers**, in their list's order, the recorder last: ``on_evaluation_end(trainer, pl_module,
+   epoch, row)`` read the finished row (weight snapshots, retention, interventions, the progress
+   bar, the record).
+4. **TensorBoard**: the row with ``step = epoch``, so every curve's x axis is in epochs.
+
+Without explicit lists (a ``ScheduledEvaluation()`` in a hand-built Trainer) the callbacks that
+define ``contribute`` and ``on_evaluation_end`` are found in trainer order, the recorder last.
 
 The training loss is logged per epoch too: the mean and the max of the losses of that epoch's
 optimizer steps (``loss/train_step_mean``, ``loss/train_step_max``; the max keeps slingshot
@@ -19,11 +32,14 @@ values are opt-in (:class:`StepLossLogger`), in a section named for their unit.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
+from typing import Sequence
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from grok_lightning.callbacks.dashboard import log_scalars
+from grok_lightning.diagnostics.capture import AttentionCapture
 
 __all__ = ["ScheduledEvaluation", "StepLossLogger", "tensorboard_tag"]
 
@@ -66,22 +82,69 @@ def tensorboard_tag(key: str) -> str:
     return f"diag/{key}"
 
 
-class ScheduledEvaluation(Callback):
-    """Calls ``pl_module.evaluate(epoch)`` at epoch 0 and at every epoch the module schedules."""
+class SplitAttention:
+    """Files the layers captured at each evaluation forward under the split it evaluated."""
 
-    def __init__(self) -> None:
+    def __init__(self, capture: AttentionCapture, splits: Sequence[str]):
+        self.capture, self.splits = capture, set(splits)
+        self.chunks: dict[str, list[list[torch.Tensor]]] = {}
+
+    def __call__(self, split: str) -> None:
+        layers = self.capture.take()
+        if split in self.splits and layers:
+            self.chunks.setdefault(split, []).append(layers)
+
+    def result(self) -> dict[str, list[torch.Tensor]]:
+        """``{split: [(N_split, H, T, T) per layer]}``, the chunks of each split concatenated."""
+        return {split: [torch.cat(layer) for layer in zip(*chunks)] for split, chunks in self.chunks.items()}
+
+
+class ScheduledEvaluation(Callback):
+    """Evaluates at epoch 0 and at every epoch the module schedules (module docstring).
+
+    Args:
+        contributors: objects with ``contribute(...)`` (and optionally ``attention_splits``), in
+            the order they add to the row; ``None``: found among the trainer's callbacks.
+        consumers: objects with ``on_evaluation_end(...)``, in order (the recorder last);
+            ``None``: found among the trainer's callbacks.
+    """
+
+    def __init__(self, contributors: Sequence | None = None, consumers: Sequence | None = None) -> None:
+        self.contributors = None if contributors is None else list(contributors)
+        self.consumers = None if consumers is None else list(consumers)
         self.last_epoch: int | None = None
 
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        others = [c for c in trainer.callbacks if c is not self]
+        if self.contributors is None:
+            self.contributors = [c for c in others if callable(getattr(c, "contribute", None))]
+        if self.consumers is None:
+            found = [c for c in others if callable(getattr(c, "on_evaluation_end", None))]
+            last = [c for c in found if type(c).__name__ == "RunRecorder"]
+            self.consumers = [c for c in found if c not in last] + last
+
+    def _forward(self, pl_module: LightningModule, epoch: int) -> tuple[dict, dict]:
+        splits = sorted({s for c in self.contributors for s in getattr(c, "attention_splits", ())})
+        if not splits or not getattr(pl_module, "has_attention", False):
+            return pl_module.evaluate(epoch), {}
+        with AttentionCapture(pl_module.model) as capture:
+            filed = SplitAttention(capture, splits)
+            row = pl_module.evaluate(epoch, after_forward=filed)
+        return row, filed.result()
+
     def _run(self, trainer: Trainer, pl_module: LightningModule, epoch: int) -> None:
-        metrics = pl_module.evaluate(epoch)
-        # the recorder (evaluation_hook_last) sees the row after every other callback added to it
-        ordered = sorted(trainer.callbacks, key=lambda c: getattr(c, "evaluation_hook_last", False))
-        for callback in ordered:
-            hook = getattr(callback, "on_evaluation_end", None)
-            if hook is not None and callback is not self:
-                hook(trainer, pl_module, epoch, metrics)
+        row, attention = self._forward(pl_module, epoch)
+        for contributor in self.contributors:
+            added = contributor.contribute(trainer, pl_module, epoch, MappingProxyType(row), attention) or {}
+            clash = sorted(set(added) & set(row))
+            if clash:
+                raise ValueError(f"{type(contributor).__name__} returned keys already in the row: {clash}")
+            row.update(added)
+        finished = MappingProxyType(row)
+        for consumer in self.consumers:
+            consumer.on_evaluation_end(trainer, pl_module, epoch, finished)
         self.last_epoch = epoch
-        log_scalars(trainer, {tensorboard_tag(k): v for k, v in metrics.items() if v is not None}, epoch)
+        log_scalars(trainer, {tensorboard_tag(k): v for k, v in row.items() if v is not None}, epoch)
 
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if trainer.current_epoch == 0 and self.last_epoch is None:

@@ -32,8 +32,10 @@ class GrokDetector(Callback):
         self.grok_epoch: int | None = None
         self.stopped = False  # asked the trainer to stop (saved in checkpoints, see on_train_start)
 
-    def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
-        value = metrics.get(self.metric)
+    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, attention: dict) -> dict:
+        """First in the evaluation pipeline: t_grok and the stop go to the record and the trainer;
+        nothing is added to the row."""
+        value = row.get(self.metric)
         if self.grok_epoch is None and value is not None and value >= self.threshold:
             self.grok_epoch = epoch
         extras = getattr(pl_module, "record_extras", None)
@@ -44,6 +46,7 @@ class GrokDetector(Callback):
             if epoch >= self.grok_epoch + self.extra_epochs:
                 self.stopped = True
                 trainer.should_stop = True
+        return {}
 
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # Lightning does not checkpoint ``trainer.should_stop``: a run resumed from the checkpoint

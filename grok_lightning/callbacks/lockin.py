@@ -10,7 +10,7 @@ and ``r(t) = sigma_2 / sigma_3``, and feeds r(t) to the slope rule
 
 Steps are counted by ``trainer.global_step``; in the paper's full-batch setup one step is one
 epoch, so step t is the evaluation row "W after t steps". Values computed after step t are
-published by ``on_evaluation_end`` at epoch t under ``lockin_w{window}_*`` keys, so detectors
+returned by ``contribute`` at epoch t under ``lockin_w{window}_*`` keys, so detectors
 with different windows (Xu's sweep 5/10/20/30) coexist on one run; each also has its own
 ``state_key``. The fire epoch goes to ``pl_module.record_extras["lockin_fire_epoch_w{window}"]``
 and, for the headline detector (window 20 unless ``headline`` says otherwise), to
@@ -110,12 +110,15 @@ class LockInDetector(Callback):
         slope = self.rule.observe(step, summary["ratio23"])
         self._latest = {**summary, "slope": slope, "step": step}
 
-    def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
+    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, attention: dict) -> dict:
+        """This window's spectrum at the evaluated epoch and whether it has fired, as row keys."""
+        added = {}
         if self._latest.get("step") == epoch:
             for name, value in self._latest.items():
                 if name != "step" and math.isfinite(value):
-                    metrics[lockin_key(self.window, name)] = float(value)
-        metrics[lockin_key(self.window, "fired")] = float(self.fire_epoch is not None and self.fire_epoch <= epoch)
+                    added[lockin_key(self.window, name)] = float(value)
+        added[lockin_key(self.window, "fired")] = float(self.fire_epoch is not None and self.fire_epoch <= epoch)
+        return added
 
     # --- checkpointing ------------------------------------------------------------------
     def state_dict(self) -> dict:

@@ -15,7 +15,6 @@ that, so no chart draws a ramp from a fake value.
 
 from __future__ import annotations
 
-import os
 import platform
 import time
 import traceback
@@ -27,7 +26,14 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 
 import grok_lightning
 from grok_lightning.callbacks.dashboard import curated_hparams, log_hparams, log_scalars
-from grok_lightning.records import RECORD_NAME, append_history, load_record, new_record, write_json_atomic
+from grok_lightning.records import (
+    RECORD_NAME,
+    append_history,
+    load_record,
+    new_record,
+    record_config,
+    write_json_atomic,
+)
 
 __all__ = ["RunRecorder"]
 
@@ -68,8 +74,6 @@ class RunRecorder(Callback):
             400-epoch lock-in run); a resumed run restores the record from its checkpoint anyway.
     """
 
-    evaluation_hook_last = True
-
     def __init__(self, record_path: str | None = None, run_info: dict | None = None, write_every: int = 1,
                  min_interval_s: float = 2.0):
         self.record_path = record_path
@@ -88,19 +92,12 @@ class RunRecorder(Callback):
         model = _plain(pl_module.hparams)
         datamodule = getattr(trainer, "datamodule", None)
         data = _plain(datamodule.hparams) if datamodule is not None else {}
-        config = {
-            "wd": model.get("weight_decay", model.get("eta")),
-            "seed": int(os.environ.get("PL_GLOBAL_SEED", 0)),
-            "max_epochs": trainer.max_epochs,
-            # numerics: FP32 unless a run opted into TF32 matmuls or bf16 autocast
-            "precision": str(getattr(trainer, "precision", "32-true")),
-            "matmul_precision": torch.get_float32_matmul_precision(),
-            "module": type(pl_module).__name__,
-            "model": model,
-            "data": data,
-        }
-        config.update(self.run_info)
-        return config
+        info = dict(self.run_info)
+        seed = int(info.pop("seed", 0) or 0)  # from the run's config (GrokCLI), never the environment
+        # numerics: FP32 unless a run opted into TF32 matmuls or bf16 autocast
+        return record_config(model, data, seed, trainer.max_epochs, type(pl_module).__name__,
+                             precision=str(getattr(trainer, "precision", "32-true")),
+                             matmul_precision=torch.get_float32_matmul_precision(), **info)
 
     def path(self, trainer: Trainer) -> Path:
         if self.record_path is not None:

@@ -73,10 +73,6 @@ def build_member(config: dict) -> dict:
         L.seed_everything(config.get("seed_everything"), verbose=False)
         module._build(datamodule.p)
     callbacks = [c for c in trainer.callbacks if not isinstance(c, _NOT_PER_MEMBER)]
-    seed = config.get("seed_everything")
-    for callback in callbacks:  # the recorder must not read the process-wide PL_GLOBAL_SEED
-        if hasattr(callback, "run_info"):
-            callback.run_info["seed"] = int(seed or 0)
     return {"module": module, "datamodule": datamodule, "callbacks": callbacks, "logger": trainer.logger,
             "log_dir": trainer.log_dir, "trainer_config": config.get("trainer", {}), "config": config}
 

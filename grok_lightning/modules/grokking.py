@@ -12,6 +12,7 @@ at epoch 0 and on that schedule; it returns plain floats that become one history
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import lightning as L
 import torch
@@ -149,10 +150,6 @@ class GrokkingModule(L.LightningModule):
         require(all(0 <= b < 1 for b in betas), "model.betas", betas, "each must be in [0, 1)")
         self.save_hyperparameters()
         self.model: torch.nn.Module | None = None
-        self.collect_attention = False  # set by the diagnostics callback
-        self.attention_splits: tuple[str, ...] = ("test",)  # the splits whose attention it keeps
-        self.last_attentions: list[torch.Tensor] | None = None  # the test split's
-        self.last_split_attentions: dict[str, list[torch.Tensor]] = {}
         self.diverged_epoch: int | None = None
         self.excluded_reason: str | None = None  # set by intervention callbacks (status 'excluded')
         self.record_extras: dict = {}
@@ -236,39 +233,29 @@ class GrokkingModule(L.LightningModule):
         return float(torch.sqrt(sum((p.detach().double() ** 2).sum() for p in self.model.parameters())))
 
     @torch.no_grad()
-    def evaluate(self, epoch: int) -> dict[str, float]:
+    def evaluate(self, epoch: int, after_forward: Callable[[str], None] | None = None) -> dict[str, float]:
         """Loss and accuracy on the full train and test splits, plus the weight norm.
 
-        When ``collect_attention`` is set, the per-layer attention probabilities of the splits
-        in ``attention_splits`` are kept for the diagnostics, from this same forward:
-        ``last_split_attentions[split]`` (list of (N_split, H, T, T)), and the test split's also
-        in ``last_attentions``.
+        ``after_forward(split)`` is called after each forward of a split's examples: the
+        evaluation pipeline reads that forward's attention there (``ScheduledEvaluation``),
+        so the diagnostics cost no forward of their own.
         """
         was_training = self.training
         self.eval()
         out: dict[str, float] = {}
-        splits = self.trainer.datamodule.eval_splits()
-        keep = set(self.attention_splits) if self.collect_attention and self.has_attention else set()
-        self.last_split_attentions = {}
-        for split, (tokens, labels) in splits.items():
+        for split, (tokens, labels) in self.trainer.datamodule.eval_splits().items():
             tokens, labels = tokens.to(self.device), labels.to(self.device)
-            loss_sum, correct, chunks = 0.0, 0, []
+            loss_sum, correct = 0.0, 0
             for start in range(0, len(labels), self.hparams.eval_batch_size):
                 x = tokens[start : start + self.hparams.eval_batch_size]
                 y = labels[start : start + self.hparams.eval_batch_size]
-                if split in keep:
-                    logits, attention = self.model(x, return_attention=True)
-                    chunks.append(attention)
-                else:
-                    logits = self.model(x)
+                logits = self.model(x)
+                if after_forward is not None:
+                    after_forward(split)
                 loss_sum += float(F.cross_entropy(logits.double(), y, reduction="sum"))
                 correct += int((logits.argmax(-1) == y).sum())
             out[f"{split}_loss"] = loss_sum / len(labels)
             out[f"{split}_acc"] = correct / len(labels)
-            if chunks:
-                self.last_split_attentions[split] = [torch.cat([c[i] for c in chunks]) for i in range(len(chunks[0]))]
-        if "test" in self.last_split_attentions:
-            self.last_attentions = self.last_split_attentions["test"]
         out["weight_norm"] = self.weight_norm()
         self.train(was_training)
         return out

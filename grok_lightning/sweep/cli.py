@@ -20,6 +20,7 @@ import json
 import sys
 
 from grok_lightning.config import ConfigError, OneLineArgumentParser
+from grok_lightning.sweep.launchers import LAUNCHERS
 
 __all__ = ["main", "build_parser"]
 
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "--devices; 0 = run in this process, unpinned)")
     run.add_argument("--threads-per-worker", type=_positive_int, default=None,
                      help="torch threads per run (default 1)")
-    run.add_argument("--launcher", choices=("local", "ray"), default="local")
+    run.add_argument("--launcher", choices=tuple(LAUNCHERS), default="local")
     run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     run.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs per Ray task (fractions share a GPU)")
     run.add_argument("--extend", action="store_true",

@@ -55,6 +55,7 @@ from typing import Any
 from grok_lightning.config import ConfigError, check_class_paths, read_yaml
 from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
     ALIASES,
+    LABELS,
     _delete_dotted,
     _split,
     check_keys,
@@ -69,15 +70,6 @@ __all__ = [
     "run_id_of", "set_dotted", "get_dotted", "validate_types",
 ]
 
-#: the short label used in run names for these keys (value only for operation)
-NAME_LABELS = {
-    "model.init_args.weight_decay": "wd",
-    "seed_everything": "seed",
-    "data.init_args.operation": "",
-    "data.init_args.p": "p",
-    "model.init_args.lr": "lr",
-    "trainer.max_epochs": "ep",
-}
 #: an axis that only names runs (e.g. the arms of a zip): it goes into the run's folder name,
 #: never into its config or run id
 LABEL_AXIS = "label"
@@ -134,8 +126,8 @@ def _format_value(value: Any) -> str:
 
 
 def _label(key: str) -> str:
-    if key in NAME_LABELS:
-        return NAME_LABELS[key]
+    if key in LABELS:
+        return LABELS[key]
     parts = [p for p in _split(key) if p not in ("init_args", "class_path")]
     return re.sub(r"[^A-Za-z0-9]", "", parts[-1] if parts else key)[:16]
 

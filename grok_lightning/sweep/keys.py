@@ -19,7 +19,7 @@ from typing import Any
 
 from grok_lightning.config import ConfigError, parser_error_line, validate_run_config
 
-__all__ = ["ALIASES", "check_keys", "get_dotted", "resolve_key", "set_dotted", "validate_types"]
+__all__ = ["ALIASES", "LABELS", "check_keys", "get_dotted", "resolve_key", "set_dotted", "validate_types"]
 
 #: short axis names -> dotted config keys
 ALIASES = {
@@ -32,7 +32,23 @@ ALIASES = {
     "lr": "model.init_args.lr",
     "epochs": "trainer.max_epochs",
     "max_epochs": "trainer.max_epochs",
+    "ep": "trainer.max_epochs",
 }
+#: dotted keys whose values name themselves in a run's folder name (``add``, not ``opadd``)
+VALUE_ONLY = ("data.init_args.operation",)
+
+
+def _labels() -> dict[str, str]:
+    """The inverse of :data:`ALIASES`: dotted key -> its shortest alias, the label it gets in run
+    names (``wd0.1_seed7``); empty for :data:`VALUE_ONLY` keys."""
+    inverse: dict[str, str] = {}
+    for alias, dotted in ALIASES.items():
+        if dotted not in inverse or len(alias) < len(inverse[dotted]):
+            inverse[dotted] = alias
+    return {dotted: "" if dotted in VALUE_ONLY else alias for dotted, alias in inverse.items()}
+
+
+LABELS = _labels()
 _MISSING = object()  # "no default given"
 _ABSENT = object()  # returned as a default to test for absence
 

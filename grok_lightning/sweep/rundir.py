@@ -20,10 +20,17 @@ import socket
 import sys
 from pathlib import Path
 
-from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, new_record, write_json_atomic
+from grok_lightning.records import (
+    FINAL_STATUSES,
+    RECORD_NAME,
+    load_record,
+    new_record,
+    record_config,
+    write_json_atomic,
+)
 
 __all__ = ["ATTEMPTS_FILE", "LOG_FILE", "OWNER_FILE", "checkpoint_to_resume", "clean", "error_line", "log_tail",
-           "mark_failed", "output_to", "owner_alive", "pid_alive", "proc_start", "read_record", "record_config",
+           "failed_run_config", "mark_failed", "output_to", "owner_alive", "pid_alive", "proc_start", "read_record",
            "run_dir_of", "run_summary"]
 
 ATTEMPTS_FILE = "attempts.jsonl"
@@ -86,23 +93,15 @@ def read_record(path: Path) -> dict | None:
         return {"status": "unreadable"}
 
 
-def record_config(config: dict) -> dict:
-    """The record's ``config`` block for a run that failed before its recorder existed
-    (the same fields the recorder writes, taken from the resolved config)."""
+def failed_run_config(config: dict) -> dict:
+    """The record's ``config`` block (:func:`grok_lightning.records.record_config`) of a run that
+    failed before its recorder existed, from its resolved config."""
     model = dict((config.get("model") or {}).get("init_args") or {})
     data = dict((config.get("data") or {}).get("init_args") or {})
     run = dict(config.get("run") or {})
     class_path = str((config.get("model") or {}).get("class_path", ""))
-    return {
-        "wd": model.get("weight_decay", model.get("eta")),
-        "seed": config.get("seed_everything"),
-        "max_epochs": (config.get("trainer") or {}).get("max_epochs"),
-        "module": class_path.rpartition(".")[2] or None,
-        "model": model,
-        "data": data,
-        "profile": run.get("profile"),
-        "run_id": run.get("run_id"),
-    }
+    return record_config(model, data, config.get("seed_everything"), (config.get("trainer") or {}).get("max_epochs"),
+                         class_path.rpartition(".")[2] or None, profile=run.get("profile"), run_id=run.get("run_id"))
 
 
 def mark_failed(task: dict, error: str, status: str = "failed") -> dict:
@@ -113,7 +112,7 @@ def mark_failed(task: dict, error: str, status: str = "failed") -> dict:
     path = Path(task["run_dir"]) / RECORD_NAME
     record = read_record(path)
     if record is None or record.get("status") == "unreadable":
-        record = new_record(record_config(task["config"]), run_id=task["run_id"], name=task["name"])
+        record = new_record(failed_run_config(task["config"]), run_id=task["run_id"], name=task["name"])
     if record.get("status") == status and record.get("error"):
         return record
     if record.get("status") in FINAL_STATUSES:

@@ -48,13 +48,12 @@ from grok_lightning.sweep.rundir import (
     owner_alive,
     proc_start,
     read_record,
-    record_config,
     run_dir_of,
     run_summary,
 )
 
-# mark_failed, record_config, checkpoint_to_resume: the run-directory helpers, importable from here too
-__all__ = ["checkpoint_to_resume", "execute_run", "make_task", "mark_failed", "record_config", "serve"]
+# mark_failed, checkpoint_to_resume: the run-directory helpers, importable from here too
+__all__ = ["checkpoint_to_resume", "execute_run", "make_task", "mark_failed", "serve"]
 
 
 # --- placing a run in the store ----------------------------------------------------------------
