@@ -18,28 +18,28 @@ from conftest import read_reference
 from grok_lightning.metrics import (
     STAT_KEYS,
     AttentionStatistics,
-    HeadEntropyMean,
-    HeadEntropyRange,
-    HeadEntropyStd,
+    EntropyMean,
+    EntropyRange,
+    EntropyStd,
     HeadParticipationRatio,
-    HeadSpectralGap,
-    MeanHeadCosineSimilarity,
+    MeanSimilarity,
+    SpectralGap,
     attention_metric_collection,
     attention_statistics,
     check_participation_identity,
     coefficient_of_variation,
+    entropy_mean,
+    entropy_range,
+    entropy_std,
     head_entropies,
-    head_entropy_mean,
-    head_entropy_range,
-    head_entropy_std,
     head_participation_ratio,
-    head_spectral_gap,
-    mean_head_cosine_similarity,
+    mean_similarity,
     normalize_participation_ratio,
     participation_identity_error,
     participation_ratio,
     participation_ratio_from_cv,
     qk_rank,
+    spectral_gap,
 )
 from grok_lightning.metrics.functional import _cosine_from_gram
 
@@ -173,11 +173,11 @@ def test_single_value_functions_and_per_layer_agree_with_statistics():
     stats = attention_statistics(attn)
     per_layer = attention_statistics(attn, per_layer=True)
     singles = {
-        "mean_similarity": mean_head_cosine_similarity,
-        "entropy_std": head_entropy_std,
-        "entropy_mean": head_entropy_mean,
-        "entropy_range": head_entropy_range,
-        "spectral_gap": head_spectral_gap,
+        "mean_similarity": mean_similarity,
+        "entropy_std": entropy_std,
+        "entropy_mean": entropy_mean,
+        "entropy_range": entropy_range,
+        "spectral_gap": spectral_gap,
         "pr_norm": lambda a, **kw: head_participation_ratio(a, "affine", **kw),
         "pr_norm_ratio": lambda a, **kw: head_participation_ratio(a, "ratio", **kw),
     }
@@ -250,11 +250,11 @@ def test_single_value_classes_and_collection():
     attn = random_attention(9, n_layers=2, heads=4)
     stats = attention_statistics(attn)
     classes = {
-        "mean_similarity": MeanHeadCosineSimilarity(),
-        "entropy_std": HeadEntropyStd(),
-        "entropy_mean": HeadEntropyMean(),
-        "entropy_range": HeadEntropyRange(),
-        "spectral_gap": HeadSpectralGap(),
+        "mean_similarity": MeanSimilarity(),
+        "entropy_std": EntropyStd(),
+        "entropy_mean": EntropyMean(),
+        "entropy_range": EntropyRange(),
+        "spectral_gap": SpectralGap(),
         "pr_norm": HeadParticipationRatio("affine"),
         "pr_norm_ratio": HeadParticipationRatio("ratio"),
     }

@@ -10,8 +10,8 @@ DDP (``dist_reduce_fx="sum"``) gives the single-process value. Formulas: see
 * :class:`AttentionStatistics` accumulates once; ``compute()`` returns a dict with all of
   ``mean_similarity, entropy_std, entropy_mean, entropy_range, spectral_gap, pr_norm,
   pr_norm_ratio`` (use this one in callbacks: one Gram, seven numbers).
-* :class:`MeanHeadCosineSimilarity`, :class:`HeadEntropyStd`, :class:`HeadEntropyMean`,
-  :class:`HeadEntropyRange`, :class:`HeadSpectralGap`, :class:`HeadParticipationRatio`
+* :class:`MeanSimilarity`, :class:`EntropyStd`, :class:`EntropyMean`,
+  :class:`EntropyRange`, :class:`SpectralGap`, :class:`HeadParticipationRatio`
   return one scalar each.
 
 Per-layer values: pass ``per_layer=True``; ``compute()`` then returns ``(L,)`` tensors
@@ -56,11 +56,11 @@ from grok_lightning.metrics.participation import (
 
 __all__ = [
     "AttentionStatistics",
-    "MeanHeadCosineSimilarity",
-    "HeadEntropyStd",
-    "HeadEntropyMean",
-    "HeadEntropyRange",
-    "HeadSpectralGap",
+    "MeanSimilarity",
+    "EntropyStd",
+    "EntropyMean",
+    "EntropyRange",
+    "SpectralGap",
     "HeadParticipationRatio",
     "ParticipationRatio",
     "attention_metric_collection",
@@ -201,7 +201,7 @@ class _SingleAttentionStatistic(_AttentionStateMetric):
         return self._plot(val, ax)
 
 
-class MeanHeadCosineSimilarity(_SingleAttentionStatistic):
+class MeanSimilarity(_SingleAttentionStatistic):
     r"""s_bar: mean pairwise cosine between heads' flattened attention patterns.
 
     .. math:: \bar s = \frac{1}{L}\sum_l \frac{1}{H(H-1)}\sum_{i\ne j}
@@ -215,7 +215,7 @@ class MeanHeadCosineSimilarity(_SingleAttentionStatistic):
     Example:
         >>> import torch
         >>> a = torch.full((5, 8, 3, 3), 1 / 3)  # 8 identical heads
-        >>> metric = MeanHeadCosineSimilarity()
+        >>> metric = MeanSimilarity()
         >>> metric.update([a, a])
         >>> round(metric.compute().item(), 6)
         1.0
@@ -226,7 +226,7 @@ class MeanHeadCosineSimilarity(_SingleAttentionStatistic):
     plot_upper_bound = 1.0
 
 
-class HeadEntropyStd(_SingleAttentionStatistic):
+class EntropyStd(_SingleAttentionStatistic):
     r"""sigma_H: population std (ddof 0) over heads of the mean row entropy, layer-averaged.
 
     Row entropy ``-sum_k a_k log(a_k + 1e-12)`` in nats over the key axis, averaged over the
@@ -236,7 +236,7 @@ class HeadEntropyStd(_SingleAttentionStatistic):
         >>> import torch
         >>> sharp = torch.eye(3).expand(2, 1, 3, 3)  # one-hot rows: entropy 0
         >>> flat = torch.full((2, 1, 3, 3), 1 / 3)  # uniform rows: entropy log 3
-        >>> metric = HeadEntropyStd()
+        >>> metric = EntropyStd()
         >>> metric.update(torch.cat([sharp, flat], dim=1).unsqueeze(0))  # (L=1, B, H=2, T, T)
         >>> round(metric.compute().item(), 4)  # log(3) / 2
         0.5493
@@ -246,12 +246,12 @@ class HeadEntropyStd(_SingleAttentionStatistic):
     plot_lower_bound = 0.0
 
 
-class HeadEntropyMean(_SingleAttentionStatistic):
+class EntropyMean(_SingleAttentionStatistic):
     r"""Mean over heads of the per-head mean row entropy (nats), layer-averaged.
 
     Example:
         >>> import torch
-        >>> metric = HeadEntropyMean()
+        >>> metric = EntropyMean()
         >>> metric.update([torch.full((2, 4, 3, 3), 1 / 3)])
         >>> round(metric.compute().item(), 4)  # log 3
         1.0986
@@ -261,13 +261,13 @@ class HeadEntropyMean(_SingleAttentionStatistic):
     plot_lower_bound = 0.0
 
 
-class HeadEntropyRange(_SingleAttentionStatistic):
+class EntropyRange(_SingleAttentionStatistic):
     r"""Max minus min over heads of the per-head mean row entropy (nats), layer-averaged.
 
     Example:
         >>> import torch
         >>> sharp, flat = torch.eye(3).expand(2, 1, 3, 3), torch.full((2, 1, 3, 3), 1 / 3)
-        >>> metric = HeadEntropyRange()
+        >>> metric = EntropyRange()
         >>> metric.update([torch.cat([sharp, flat], dim=1)])
         >>> round(metric.compute().item(), 4)
         1.0986
@@ -277,14 +277,14 @@ class HeadEntropyRange(_SingleAttentionStatistic):
     plot_lower_bound = 0.0
 
 
-class HeadSpectralGap(_SingleAttentionStatistic):
+class SpectralGap(_SingleAttentionStatistic):
     r"""lambda_1 - lambda_2 of the H x H head cosine matrix (``eigvalsh``), layer-averaged.
 
     Equals ``H`` when all heads are identical (a rank-one all-ones matrix).
 
     Example:
         >>> import torch
-        >>> metric = HeadSpectralGap()
+        >>> metric = SpectralGap()
         >>> metric.update([torch.full((2, 4, 3, 3), 1 / 3)])
         >>> round(metric.compute().item(), 6)
         4.0
@@ -405,11 +405,11 @@ def attention_metric_collection(
         ['val/entropy_mean', 'val/entropy_range', 'val/entropy_std']
     """
     metrics = {
-        "mean_similarity": MeanHeadCosineSimilarity(**kwargs),
-        "entropy_std": HeadEntropyStd(**kwargs),
-        "entropy_mean": HeadEntropyMean(**kwargs),
-        "entropy_range": HeadEntropyRange(**kwargs),
-        "spectral_gap": HeadSpectralGap(**kwargs),
+        "mean_similarity": MeanSimilarity(**kwargs),
+        "entropy_std": EntropyStd(**kwargs),
+        "entropy_mean": EntropyMean(**kwargs),
+        "entropy_range": EntropyRange(**kwargs),
+        "spectral_gap": SpectralGap(**kwargs),
         "pr_norm": HeadParticipationRatio(normalization="affine", **kwargs),
         "pr_norm_ratio": HeadParticipationRatio(normalization="ratio", **kwargs),
     }

@@ -212,27 +212,27 @@ def _one(key: str, attentions: Attentions, per_layer: bool, eps: float) -> Tenso
     return _attention_statistics_compute(_attention_state_update(attentions, eps), eps, (key,), per_layer)[key]
 
 
-def mean_head_cosine_similarity(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+def mean_similarity(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
     """s_bar: mean off-diagonal cosine between flattened head patterns, layer-averaged."""
     return _one("mean_similarity", attentions, per_layer, eps)
 
 
-def head_entropy_std(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+def entropy_std(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
     """sigma_H: population std over heads of the mean row entropy (nats), layer-averaged."""
     return _one("entropy_std", attentions, per_layer, eps)
 
 
-def head_entropy_mean(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+def entropy_mean(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
     """Mean over heads of the mean row entropy (nats), layer-averaged."""
     return _one("entropy_mean", attentions, per_layer, eps)
 
 
-def head_entropy_range(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+def entropy_range(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
     """Max minus min over heads of the mean row entropy (nats), layer-averaged."""
     return _one("entropy_range", attentions, per_layer, eps)
 
 
-def head_spectral_gap(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
+def spectral_gap(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
     """lambda_1 - lambda_2 of the H x H head cosine matrix, layer-averaged."""
     return _one("spectral_gap", attentions, per_layer, eps)
 
