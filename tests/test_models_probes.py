@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from grok_lightning.callbacks.evaluation import Captured
 from grok_lightning.config import ConfigError
 from grok_lightning.models import MLP, LSTMClassifier, MambaClassifier, build_model
 from grok_lightning.models import mamba as mamba_module
@@ -235,7 +236,7 @@ def test_attention_diagnostics_on_a_module_without_attention(caplog):
     with caplog.at_level(logging.INFO):
         for _ in range(2):
             callback.setup(None, module, "fit")
-            assert callback.contribute(None, module, 0, {}, {}) == {}
+            assert callback.contribute(None, module, 0, {}, Captured()) == {}
     assert sum("attention metrics undefined" in r.getMessage() for r in caplog.records) == 1
 
 

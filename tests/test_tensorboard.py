@@ -33,7 +33,7 @@ class GrokAt:
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
 
-    def contribute(self, trainer, pl_module, epoch, row, attention) -> dict:
+    def contribute(self, trainer, pl_module, epoch, row, captured) -> dict:
         detector = next(c for c in trainer.callbacks if isinstance(c, GrokDetector))
         if epoch == self.epoch:
             detector.grok_epoch = epoch

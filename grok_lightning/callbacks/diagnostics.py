@@ -34,7 +34,7 @@ from grok_lightning.callbacks.dashboard import head_cosine_png, log_image
 from grok_lightning.config import require_choice
 from grok_lightning.metrics import AttentionStatistics
 from grok_lightning.metrics.functional import _cosine_from_gram
-from grok_lightning.metrics.head_outputs import head_output_participation
+from grok_lightning.metrics.head_outputs import head_output_values
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
 from grok_lightning.metrics.readings import merge_reading_states, reading_state, reading_values
 
@@ -51,8 +51,8 @@ class AttentionDiagnostics(Callback):
             and the last evaluated epoch (0 disables all images).
         pr_construction: the head covariance behind ``pr_norm``: any of
             :mod:`grok_lightning.metrics.participation`; default ``output_examples``, the one
-            nearest the paper's Table 3, whose head outputs cost a second forward pass over the
-            test split (``examples`` needs the attention alone); the record says which one.
+            nearest the paper's Table 3, whose head outputs are read from the same forward
+            (``examples`` needs the attention alone); the record says which one.
         readings: also record every reading of s_bar and sigma_H on the four input sets
             (module docstring); off by default (48 numbers per evaluation).
         readings_batch: the size of the fixed training batch among those input sets.
@@ -67,8 +67,9 @@ class AttentionDiagnostics(Callback):
         self.pr_construction = pr_construction
         self.readings, self.readings_batch = readings, readings_batch
         self.grok = grok
-        # the splits whose attention the pipeline captures for this contributor
+        # what the pipeline captures for this contributor from the evaluation forward
         self.attention_splits = ("test", "train") if readings else ("test",)
+        self.head_output_splits = ("test",) if parse_pr_construction(pr_construction)[0] == "output" else ()
         self.n_evaluations = 0
         self.imaged_epochs: list[int] = []  # epochs that already have images
         self._noted = False  # the "no attention" note is logged once
@@ -88,11 +89,11 @@ class AttentionDiagnostics(Callback):
                 rank_zero_info(f"AttentionDiagnostics: attention metrics {note}; nothing to compute")
                 self._noted = True
 
-    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, attention: dict) -> dict:
-        """The diagnostics of this evaluation's attention (``attention[split]``: per-layer
+    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, captured) -> dict:
+        """The diagnostics of this evaluation's attention (``captured.attention[split]``: per-layer
         ``(N, H, T, T)``), as ``{name: value}`` (layer means and ``layer_<k>/<name>``)."""
         self.n_evaluations += 1
-        attentions = attention.get("test")
+        attentions = captured.attention.get("test")
         if not getattr(pl_module, "has_attention", False) or attentions is None or (self.n_evaluations - 1) % self.every:
             return {}
         metrics: dict[str, float] = {}
@@ -100,16 +101,15 @@ class AttentionDiagnostics(Callback):
         statistics = AttentionStatistics(per_layer=True, pr_construction=centring)
         statistics.update(attentions)
         values = statistics.compute()
-        if source == "output":  # head outputs are not kept by the evaluation forward
-            tokens = trainer.datamodule.eval_splits()["test"][0].to(pl_module.device)
-            values.update(head_output_participation(pl_module.model, tokens, self.pr_construction))
+        if source == "output":  # head outputs, from the projection inputs of the same forward
+            values.update(head_output_values(captured.projection_inputs["test"], self.pr_construction))
         for name, per_layer in values.items():
             metrics[name] = float(per_layer.mean())
             if self.per_layer:
                 for layer, value in enumerate(per_layer.reshape(-1).tolist()):
                     metrics[f"layer_{layer}/{name}"] = value
         if self.readings:
-            metrics.update(self._readings(attention))
+            metrics.update(self._readings(captured.attention))
         if self.image_every:
             # the cosines behind s_bar, from the Gram the statistics already hold (no second pass)
             cosines = _cosine_from_gram(statistics.gram, statistics.eps).cpu()

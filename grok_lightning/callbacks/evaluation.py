@@ -11,10 +11,11 @@ At each scheduled epoch, in this order:
    :class:`~grok_lightning.diagnostics.capture.AttentionCapture` is open around that forward and
    ``after_forward(split)`` files each forward's layers under its split: one attention stack for
    this package's models and any other, read from the evaluation's own forward (no second pass).
+   Head outputs (``head_output_splits``) are read from the same forward too.
 2. **contributors**, in their list's order (``run.py``: the grokking detector, the attention
    diagnostics, then detectors from the config): ``contribute(trainer, pl_module, epoch, row,
-   attention) -> dict`` sees the row so far (read-only) and *returns* its keys; a key already in
-   the row is refused.
+   captured) -> dict`` sees the row so far (read-only) and what the forward captured
+   (:class:`Captured`), and *returns* its keys; a key already in the row is refused.
 3. **consumers**, in their list's order, the recorder last: ``on_evaluation_end(trainer, pl_module,
    epoch, row)`` read the finished row (weight snapshots, retention, interventions, the progress
    bar, the record).
@@ -31,7 +32,9 @@ values are opt-in (:class:`StepLossLogger`), in a section named for their unit.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Sequence
 
@@ -40,6 +43,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 
 from grok_lightning.callbacks.dashboard import log_scalars
 from grok_lightning.diagnostics.capture import AttentionCapture
+from grok_lightning.metrics.head_outputs import projection_input_hooks
 
 __all__ = ["ScheduledEvaluation", "StepLossLogger", "tensorboard_tag"]
 
@@ -82,21 +86,39 @@ def tensorboard_tag(key: str) -> str:
     return f"diag/{key}"
 
 
-class SplitAttention:
-    """Files the layers captured at each evaluation forward under the split it evaluated."""
+@dataclass
+class Captured:
+    """What one evaluation's forwards left for the contributors, per split: each layer's attention
+    probabilities ``attention[split]`` (``(N, H, T, T)`` per layer) and, for the head-output
+    statistics, the attention blocks' output-projection inputs ``projection_inputs[split]`` (one
+    ``[(y, block), ...]`` list per forward; :mod:`grok_lightning.metrics.head_outputs`)."""
 
-    def __init__(self, capture: AttentionCapture, splits: Sequence[str]):
-        self.capture, self.splits = capture, set(splits)
+    attention: dict[str, list[torch.Tensor]] = field(default_factory=dict)
+    projection_inputs: dict[str, list[list]] = field(default_factory=dict)
+
+
+class _Filer:
+    """Files what each evaluation forward captured under the split it evaluated."""
+
+    def __init__(self, capture, sink: list, attention_splits, output_splits):
+        self.capture, self.sink = capture, sink
+        self.attention_splits, self.output_splits = set(attention_splits), set(output_splits)
         self.chunks: dict[str, list[list[torch.Tensor]]] = {}
+        self.captured = Captured()
 
     def __call__(self, split: str) -> None:
-        layers = self.capture.take()
-        if split in self.splits and layers:
+        layers = self.capture.take() if self.capture is not None else []
+        if split in self.attention_splits and layers:
             self.chunks.setdefault(split, []).append(layers)
+        if split in self.output_splits and self.sink:
+            self.captured.projection_inputs.setdefault(split, []).append(list(self.sink))
+        self.sink.clear()
 
-    def result(self) -> dict[str, list[torch.Tensor]]:
-        """``{split: [(N_split, H, T, T) per layer]}``, the chunks of each split concatenated."""
-        return {split: [torch.cat(layer) for layer in zip(*chunks)] for split, chunks in self.chunks.items()}
+    def result(self) -> Captured:
+        """The chunks of each split concatenated per layer."""
+        self.captured.attention = {split: [torch.cat(layer) for layer in zip(*chunks)]
+                                   for split, chunks in self.chunks.items()}
+        return self.captured
 
 
 class ScheduledEvaluation(Callback):
@@ -123,19 +145,25 @@ class ScheduledEvaluation(Callback):
             last = [c for c in found if type(c).__name__ == "RunRecorder"]
             self.consumers = [c for c in found if c not in last] + last
 
-    def _forward(self, pl_module: LightningModule, epoch: int) -> tuple[dict, dict]:
-        splits = sorted({s for c in self.contributors for s in getattr(c, "attention_splits", ())})
-        if not splits or not getattr(pl_module, "has_attention", False):
-            return pl_module.evaluate(epoch), {}
-        with AttentionCapture(pl_module.model) as capture:
-            filed = SplitAttention(capture, splits)
+    def _forward(self, pl_module: LightningModule, epoch: int) -> tuple[dict, Captured]:
+        wanted = lambda name: sorted({s for c in self.contributors for s in getattr(c, name, ())})  # noqa: E731
+        attention_splits, output_splits = wanted("attention_splits"), wanted("head_output_splits")
+        if not (attention_splits or output_splits) or not getattr(pl_module, "has_attention", False):
+            return pl_module.evaluate(epoch), Captured()
+        sink: list = []
+        with contextlib.ExitStack() as stack:
+            capture = stack.enter_context(AttentionCapture(pl_module.model)) if attention_splits else None
+            if output_splits:  # the head outputs of the same forward (no second pass)
+                handles = projection_input_hooks(pl_module.model, sink)
+                stack.callback(lambda: [handle.remove() for handle in handles])
+            filed = _Filer(capture, sink, attention_splits, output_splits)
             row = pl_module.evaluate(epoch, after_forward=filed)
         return row, filed.result()
 
     def _run(self, trainer: Trainer, pl_module: LightningModule, epoch: int) -> None:
-        row, attention = self._forward(pl_module, epoch)
+        row, captured = self._forward(pl_module, epoch)
         for contributor in self.contributors:
-            added = contributor.contribute(trainer, pl_module, epoch, MappingProxyType(row), attention) or {}
+            added = contributor.contribute(trainer, pl_module, epoch, MappingProxyType(row), captured) or {}
             clash = sorted(set(added) & set(row))
             if clash:
                 raise ValueError(f"{type(contributor).__name__} returned keys already in the row: {clash}")

@@ -32,7 +32,7 @@ class GrokDetector(Callback):
         self.grok_epoch: int | None = None
         self.stopped = False  # asked the trainer to stop (saved in checkpoints, see on_train_start)
 
-    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, attention: dict) -> dict:
+    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, captured) -> dict:
         """First in the evaluation pipeline: t_grok and the stop go to the record and the trainer;
         nothing is added to the row."""
         value = row.get(self.metric)

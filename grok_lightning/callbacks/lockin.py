@@ -110,7 +110,7 @@ class LockInDetector(Callback):
         slope = self.rule.observe(step, summary["ratio23"])
         self._latest = {**summary, "slope": slope, "step": step}
 
-    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, attention: dict) -> dict:
+    def contribute(self, trainer: Trainer, pl_module: LightningModule, epoch: int, row, captured) -> dict:
         """This window's spectrum at the evaluated epoch and whether it has fired, as row keys."""
         added = {}
         if self._latest.get("step") == epoch:

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from grok_lightning.metrics.participation import PRState, _pr_compute, _pr_state_update, parse_pr_construction
 
 __all__ = ["attention_blocks", "head_output_participation", "head_output_pr_update", "head_output_state",
-           "head_outputs", "projection_input_hooks"]
+           "head_output_values", "head_outputs", "projection_input_hooks"]
 
 
 def attention_blocks(model: nn.Module) -> List[nn.Module]:
@@ -94,6 +94,15 @@ def head_output_state(model: nn.Module, tokens: Tensor, per_example: bool = Fals
             handle.remove()
         model.train(was_training)
     return state
+
+
+def head_output_values(forwards: list[list], construction: str = "output_examples") -> Dict[str, Tensor]:
+    """``{"pr_norm": (L,), "pr_norm_ratio": (L,)}`` from the projection inputs of one or more
+    forwards (``[[(y, block), ...] per forward]``, :func:`projection_input_hooks`)."""
+    centring = parse_pr_construction(construction)[1]
+    states = [head_output_pr_update(captured, centring == "per_example") for captured in forwards]
+    state = states[0] if len(states) == 1 else PRState(*(sum(parts) for parts in zip(*states)))
+    return {"pr_norm": _pr_compute(state, centring, "affine"), "pr_norm_ratio": _pr_compute(state, centring, "ratio")}
 
 
 def head_output_participation(model: nn.Module, tokens: Tensor, construction: str = "output_examples",
