@@ -111,7 +111,8 @@ def verdict(r: dict) -> str:
         match, how = paper_ci[0] <= ours <= paper_ci[1], ("ours inside the paper's CI", "ours outside the paper's CI")
     elif _finite(r.get("tolerance")):
         match = abs(ours - paper) <= r["tolerance"]
-        how = (f"within the stated tolerance {r['tolerance']:g}", f"|ours - paper| > the stated tolerance {r['tolerance']:g}")
+        how = (f"ours - paper within the stated tolerance {r['tolerance']:g}",
+               f"ours - paper beyond the stated tolerance {r['tolerance']:g}")
     else:
         k = _printed_digits(paper)
         match = f"{ours:.{k}g}" == f"{paper:.{k}g}"
