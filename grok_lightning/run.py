@@ -294,6 +294,7 @@ def run_config(config: dict, ckpt_path: str | None = None) -> dict:
     with warnings.catch_warnings():  # "args and sys.argv both given": args is what we mean here
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
         cli = GrokCLI(args=config, run=False, parser_kwargs={"exit_on_error": False})
+    quiet_third_party()  # again: the catch_warnings block above dropped its warning filter
     try:
         trainer_call(cli.trainer.fit, cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     finally:
