@@ -83,3 +83,23 @@ def test_make_gpu_check_on_cpu_writes_one_json(tmp_path):
     bf16 = report["precision"]["bf16"]
     assert bf16["trainer_precision"] == "bf16-mixed" and bf16["statuses"] == {"completed": 2}
     assert bf16["verdict"]["verdict"] == "undecided"  # 3 epochs: nothing groks, nothing to judge
+
+
+@pytest.mark.slow
+def test_gpu_pilots_script_on_cpu_writes_records_the_scorer_reads(tmp_path):
+    """benchmarks/gpu_pilots.py --tiny: every part runs (ensembles for the Fig. 2 arms, the
+    gradient-clipping and warmup arms included; separate runs for the E12 controls, which keep
+    peak checkpoints) and the Fig. 2 scorer reads its stores."""
+    out = tmp_path / "gpu_pilots.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_pilots.py"), "--device", "cpu", "--tiny",
+                           "--deadline", "400", "--root", str(tmp_path), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    parts = json.loads(out.read_text())["parts"]
+    assert {k: v["statuses"] for k, v in parts.items()} == {
+        "fig2_arms": {"completed": 16}, "fig2_default": {"completed": 2}, "e12_pilot": {"completed": 2}}
+    assert len(list((tmp_path / "e12" / "gpu" / "runs").glob("*/record.json"))) == 2  # separate runs, no ensemble
+    from reproduce.pilots import fig2_search
+
+    arms = fig2_search.load_arms(tmp_path / "fig2_search", also=())
+    assert len(arms) == 9 and all(len(records) == 2 for records in arms.values())

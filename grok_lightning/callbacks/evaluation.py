@@ -161,7 +161,9 @@ class ScheduledEvaluation(Callback):
         return row, filed.result()
 
     def _run(self, trainer: Trainer, pl_module: LightningModule, epoch: int) -> None:
-        row, captured = self._forward(pl_module, epoch)
+        # an ensemble member gets its forward's results from one batched forward over the members
+        prepared = trainer.prepared_evaluation(epoch) if callable(getattr(trainer, "prepared_evaluation", None)) else None
+        row, captured = prepared if prepared is not None else self._forward(pl_module, epoch)
         for contributor in self.contributors:
             added = contributor.contribute(trainer, pl_module, epoch, MappingProxyType(row), captured) or {}
             clash = sorted(set(added) & set(row))
@@ -186,8 +188,10 @@ class ScheduledEvaluation(Callback):
         losses = getattr(pl_module, "train_step_losses", None)
         if losses:  # one host sync per epoch, not per step
             losses = torch.stack([torch.as_tensor(loss, dtype=torch.float32) for loss in losses]).cpu()
-            log_scalars(trainer, {"loss/train_step_mean": float(losses.mean()),
-                                  "loss/train_step_max": float(losses.max())}, epoch)
+            losses = losses[torch.isfinite(losses)]  # an ensemble member's steps after it diverged are NaN
+            if len(losses):
+                log_scalars(trainer, {"loss/train_step_mean": float(losses.mean()),
+                                      "loss/train_step_max": float(losses.max())}, epoch)
             pl_module.train_step_losses = []
         diverged = getattr(pl_module, "diverged_epoch", None) is not None
         is_due = getattr(pl_module, "is_eval_epoch", lambda e: True)(epoch)

@@ -61,6 +61,10 @@ class MemberTrainer:
         if value:
             self._ensemble.finish(self._e)
 
+    def prepared_evaluation(self, epoch: int):
+        """This member's evaluation of ``epoch`` from the ensemble's batched forward (or ``None``)."""
+        return self._ensemble.prepared_evaluation(self._e, epoch)
+
     def optimizer_state_of(self, param: torch.Tensor) -> dict:
         """The optimizer state of one of this member's parameters (its row of the stacked state)."""
         return self._ensemble.member_optimizer_state(self._e, param)

@@ -75,6 +75,15 @@ class EnsembleModule(L.LightningModule):
         self._lr = 0.0
         self._frozen: dict[str, torch.Tensor] = {}  # per name: the finished members' rows
         self._frozen_index: torch.Tensor | None = None
+        self.batch_evaluation = True  # one vmapped evaluation forward for all members (transformers)
+        # "auto": check every step's losses on the host on a CPU (free there); on a GPU keep the
+        # check on the device and look once per epoch (a host sync per step stalls the GPU)
+        self.sync_every_step: bool | str = "auto"
+        self._alive: torch.Tensor | None = None  # (E,) no non-finite loss yet, on the device
+        self._prepared: dict = {}
+        self._prepared_key = None
+        self._schedule = None  # the members' learning-rate schedule, stepped with the optimizer
+        self.clip_norm: float | None = None  # the members' gradient-norm clip (trainer.gradient_clip_val)
 
     # Lightning propagates ``trainer`` to child LightningModules; members get their own views
     @property
@@ -90,6 +99,20 @@ class EnsembleModule(L.LightningModule):
         for member, view in zip(self.members, self.member_trainers):
             member._trainer = view
 
+    def prepared_evaluation(self, e: int, epoch: int):
+        """Member e's ``(row, captured)`` of this epoch from the batched forward over the members
+        (:mod:`grok_lightning.ensembles.evaluation`), or ``None`` where members evaluate alone.
+        The first member to ask computes every member still training."""
+        from grok_lightning.ensembles.evaluation import batched_evaluations, can_batch
+
+        if not self.batch_evaluation or not can_batch(self):
+            return None
+        key = (epoch, self._trainer.global_step if self._trainer is not None else None)
+        if self._prepared_key != key:
+            due = sorted({e, *(m for m, done in enumerate(self.finished) if not done)})
+            self._prepared, self._prepared_key = batched_evaluations(self, due), key
+        return self._prepared.pop(e, None)
+
     def active(self) -> list[int]:
         return [e for e, done in enumerate(self.finished) if not done]
 
@@ -102,7 +125,11 @@ class EnsembleModule(L.LightningModule):
 
     # --- set-up ---------------------------------------------------------------------------
     def configure_optimizers(self):
-        optimizers = [m.configure_optimizers() for m in self.members]
+        configured = [m.configure_optimizers() for m in self.members]
+        # a member may return {"optimizer", "lr_scheduler"} (a warmup): the members share the
+        # schedule (their hyperparameters agree), so the ensemble's optimizer gets the first's
+        optimizers = [c["optimizer"] if isinstance(c, dict) else c for c in configured]
+        schedule = configured[0].get("lr_scheduler") if isinstance(configured[0], dict) else None
         kinds = {type(o) for o in optimizers}
         if len(kinds) != 1:
             raise ValueError(f"ensemble members must use one optimizer class, got {sorted(k.__name__ for k in kinds)}")
@@ -111,8 +138,16 @@ class EnsembleModule(L.LightningModule):
         for member in self.members:
             member.record_extras["vectorized"] = self.vectorized
         if not self.vectorized:  # the loop: the members' own parameters in their own param groups
-            return kind([group for optimizer in optimizers for group in optimizer.param_groups])
-        return kind(self._stack(optimizers))
+            optimizer = kind([group for optimizer in optimizers for group in optimizer.param_groups])
+        else:
+            optimizer = kind(self._stack(optimizers))
+        if schedule is None:
+            return optimizer
+        member_schedule = schedule["scheduler"]
+        if not isinstance(member_schedule, torch.optim.lr_scheduler.LambdaLR) or schedule.get("interval") != "step":
+            raise ConfigError("ensembles follow a per-step LambdaLR schedule only (a warmup); run the others separately")
+        self._schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, member_schedule.lr_lambdas[0])
+        return optimizer
 
     def _probe(self) -> bool:
         if self.vectorize is False:
@@ -171,6 +206,22 @@ class EnsembleModule(L.LightningModule):
     # --- the step -------------------------------------------------------------------------
     def training_step(self, batch, batch_idx):
         self.train_step(batch, self.optimizers())
+        if self._trainer is not None and batch_idx == self._trainer.num_training_batches - 1:
+            self.sync_divergence()  # the epoch's last step: one look at the device-side check
+
+    def _deferred(self) -> bool:
+        auto = self.sync_every_step == "auto"
+        return bool(self.vectorized) and (self.device.type != "cpu" if auto else not self.sync_every_step)
+
+    def sync_divergence(self) -> None:
+        """Members whose loss went non-finite since the last look: recorded as diverged in the
+        epoch they diverged, as a separate run would be (one host synchronisation)."""
+        if self._alive is None:
+            return
+        for e, alive in enumerate(self._alive.tolist()):
+            if not alive and not self.finished[e]:
+                self.members[e].diverged_epoch = self.current_epoch + 1
+                self.finish(e)
 
     def train_step(self, batch: list, optimizer) -> None:
         """One step of every active member: ``batch[e]`` is member e's ``(inputs, targets)``.
@@ -178,6 +229,8 @@ class EnsembleModule(L.LightningModule):
         active = self.active()
         if not active:
             return
+        if self._deferred():
+            return self._train_step_on_device(batch, optimizer, active)
         while True:
             try:
                 losses = self._losses_and_gradients(active, [batch[e] for e in active])
@@ -207,8 +260,37 @@ class EnsembleModule(L.LightningModule):
                     if self.finished[e]:
                         for param in self.members[e].parameters():
                             param.grad = None
+            self._clip_gradients(active)
             optimizer.step()
+            self._step_schedule()
             self._restore_frozen()
+        optimizer.zero_grad(set_to_none=True)
+
+    def _train_step_on_device(self, batch: list, optimizer, active: list[int]) -> None:
+        """The step without a host synchronisation: a member whose loss is not finite keeps the
+        weights it had before the step (rows put back from a copy, on the device) and takes no
+        step again; :meth:`sync_divergence` records it at the epoch's end."""
+        if self._alive is None:
+            self._alive = torch.ones(len(self.members), dtype=torch.bool, device=self.device)
+        index = torch.tensor(active, device=self.device)
+        losses = self._losses_and_gradients(active, [batch[e] for e in active])
+        alive = self._alive.index_select(0, index) & torch.isfinite(losses)
+        self._alive.index_copy_(0, index, alive)
+        logged = torch.where(alive, losses, torch.full_like(losses, float("nan"))).detach()
+        for i, e in enumerate(active):  # views of one tensor; a diverged member's NaN are left out of its log
+            if hasattr(self.members[e], "train_step_losses"):
+                self.members[e].train_step_losses.append(logged[i])
+        before = {name: p.detach().clone() for name, p in self._stacked.items()}
+        self._apply_weight_decay()
+        self._expose_member_gradients()
+        self._clip_gradients(active)
+        optimizer.step()
+        self._step_schedule()
+        self._restore_frozen()
+        with torch.no_grad():
+            for name, stacked in self._stacked.items():
+                keep = self._alive.view(-1, *([1] * (stacked.ndim - 1)))
+                stacked.copy_(torch.where(keep, stacked, before[name]))
         optimizer.zero_grad(set_to_none=True)
 
     def _losses_and_gradients(self, active: list[int], batches: list) -> torch.Tensor:
@@ -241,8 +323,33 @@ class EnsembleModule(L.LightningModule):
 
         return vmap(member_loss)(params, inputs, targets)
 
+    def _step_schedule(self) -> None:
+        if self._schedule is not None:
+            self._schedule.step()
+
+    @torch.no_grad()
+    def _clip_gradients(self, active: list[int]) -> None:
+        """Each member's gradient scaled to norm <= ``clip_norm``, as Lightning's
+        ``gradient_clip_val`` (``clip_grad_norm_``: coefficient ``max_norm / (norm + 1e-6)``,
+        at most 1) would do to its own run."""
+        if not self.clip_norm:
+            return
+        if self.vectorized:
+            grads = [p.grad for p in self._stacked.values() if p.grad is not None]
+            norm = torch.sqrt(sum(g.flatten(1).double().pow(2).sum(1) for g in grads))  # (E,)
+            scale = (self.clip_norm / (norm + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(scale.to(g.dtype).view(-1, *([1] * (g.ndim - 1))))
+            return
+        for e in active:
+            torch.nn.utils.clip_grad_norm_([p for p in self.members[e].parameters() if p.grad is not None],
+                                           self.clip_norm)
+
     @torch.no_grad()
     def _apply_weight_decay(self) -> None:
+        optimizer = self.optimizers() if self._trainer is not None else None
+        if optimizer is not None:  # the learning rate of this step (a warmup changes it)
+            self._lr = float(optimizer.param_groups[0]["lr"])
         for name, stacked in self._stacked.items():
             if stacked.grad is None:
                 continue

@@ -88,6 +88,11 @@ def build_ensemble(configs: list[dict], root: str | Path, checkpoint_every: int 
     ensemble = EnsembleModule([p["module"] for p in parts], vectorize=vectorize)
     ensemble.member_parts = parts
     settings = {k: v for k, v in parts[0]["trainer_config"].items() if k not in ("logger", "callbacks")}
+    # the ensemble steps by hand (manual optimisation): it clips each member's gradients itself
+    clip_norm, algorithm = settings.pop("gradient_clip_val", None), settings.pop("gradient_clip_algorithm", None)
+    if clip_norm and algorithm not in (None, "norm"):
+        raise ConfigError(f"trainer.gradient_clip_algorithm={algorithm!r}: ensembles clip by norm only")
+    ensemble.clip_norm = float(clip_norm) if clip_norm else None
     members = [MemberCallbacks(e, p["callbacks"], key=str(p["config"].get("run", {}).get("run_id") or e))
                for e, p in enumerate(parts)]
     minutes = float(parts[0]["config"].get("run", {}).get("checkpoint_minutes", 5.0)) if checkpoint_every > 0 else 0.0

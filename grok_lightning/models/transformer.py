@@ -48,7 +48,9 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(output, attention (B, H, T, T), y)``; ``y`` (B, T, D) is the output projection's input,
+        the heads' ``A_h V_h`` side by side (what the head-output statistics read)."""
         B, T, D = x.shape
         q, k, v = self.qkv(x).split(D, dim=2)
         q, k, v = (t.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for t in (q, k, v))
@@ -56,7 +58,7 @@ class CausalSelfAttention(nn.Module):
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
         attention = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)  # (B, H, T, T)
         y = (attention @ v).transpose(1, 2).reshape(B, T, D)
-        return self.out(y), attention
+        return self.out(y), attention, y
 
 
 class Block(nn.Module):
@@ -69,14 +71,14 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), ACTIVATIONS[activation](), nn.Linear(d_ff, d_model))
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self.pre_norm:
-            attended, attention = self.attn(self.ln1(x))
+            attended, attention, y = self.attn(self.ln1(x))
             x = x + attended
-            return x + self.mlp(self.ln2(x)), attention
-        attended, attention = self.attn(x)
+            return x + self.mlp(self.ln2(x)), attention, y
+        attended, attention, y = self.attn(x)
         x = self.ln1(x + attended)
-        return self.ln2(x + self.mlp(x)), attention
+        return self.ln2(x + self.mlp(x)), attention, y
 
 
 class DecoderTransformer(nn.Module):
@@ -152,16 +154,20 @@ class DecoderTransformer(nn.Module):
             for embedding in (self.token_embedding, self.position_embedding):
                 nn.init.normal_(embedding.weight, mean=0.0, std=embedding_std)
 
-    def forward(self, tokens: torch.Tensor, return_attention: bool = False):
+    def forward(self, tokens: torch.Tensor, return_attention: bool = False, return_projection_inputs: bool = False):
+        """``logits``; with ``return_attention`` also the per-layer attention, with
+        ``return_projection_inputs`` also each layer's output-projection input ``y`` (B, T, D):
+        outputs rather than hooks, so that a vmapped forward over ensemble members returns them."""
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(positions)
-        attentions = []
+        attentions, projection_inputs = [], []
         for block in self.blocks:
-            x, attention = block(x)
-            if return_attention:
-                attentions.append(attention)
+            x, attention, y = block(x)
+            attentions.append(attention)
+            projection_inputs.append(y)
         logits = self.head(self.ln_f(x[:, -1]))
-        return (logits, attentions) if return_attention else logits
+        extra = ([attentions] if return_attention else []) + ([projection_inputs] if return_projection_inputs else [])
+        return (logits, *extra) if extra else logits
 
 
 def transformer_size(vocab_size: int, n_classes: int, d_model: int, n_layers: int, d_ff: int, max_len: int = 3,

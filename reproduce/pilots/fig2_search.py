@@ -42,6 +42,8 @@ ORDER_PARAMETERS = ("s_bar", "sigma_H")
 def arm_name(label: str, record: dict) -> str:
     config = record["config"]
     parts = [label]
+    if str((record.get("environment") or {}).get("device", "")).startswith("cuda"):
+        parts.append("gpu")
     if config.get("precision") == "bf16-mixed":
         parts.append("bf16")
     if config.get("wd") != 1.0:
