@@ -99,6 +99,13 @@ def workdir(tmp_path, monkeypatch):
             (runs / f"{wd}_{seed}" / "record.json").write_text(json.dumps(record))
     (tmp_path / "separable_fit.json").write_text(json.dumps(
         {"wd_c": 0.05, "status": "separable", "separable": True, "wd_c_bracket": [0.01, 0.1]}))
+    write(tmp_path / "twice.yaml", "trainer:\n  max_epochs: 5\n  max_epochs: 50\n")
+    write(tmp_path / "bomb.yaml", "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)))
+    write(tmp_path / "sweep_twice.yaml", "base: base.yaml\ngrid:\n  wd: [0.1]\n  wd: [1.0]\n")
+    write(tmp_path / "a_file", "not a folder\n")
+    SweepStore(tmp_path / "bad_plan").initialize(sweep, expand(sweep))
+    (tmp_path / "bad_plan" / "plan.json").write_text(json.dumps({"runs": [1, 2]}))
     return tmp_path
 
 
@@ -144,7 +151,19 @@ CASES = {
     "betas >= 1": (FIT + ["--model.betas", "[0.9, 1.5]"], "model.betas"),
     "grok threshold 2": (FIT + ["--grok.threshold", "2"], "grok.threshold"),
     "accelerator foo": (FIT + ["--trainer.accelerator", "foo"], "accelerator"),
+    "eps 0": (FIT + ["--model.eps", "0"], "model.eps"),
+    "eps -1": (FIT + ["--model.eps", "-1"], "model.eps"),
+    "seed 2**32": (FIT + ["--seed_everything", str(2**32)], "seed_everything"),
+    "seed -3": (FIT + ["--seed_everything", "-3"], "seed_everything"),
+    "n_layers 100000": (FIT + ["--model.n_layers", "100000"], "model.n_layers"),
+    "d_model 10**6": (FIT + ["--model.d_model", str(10**6), "--model.n_heads", "1"], "model.d_model"),
+    "two devices": (FIT + ["--trainer.devices", "2", "--trainer.accelerator", "cpu"], "trainer.devices"),
+    "a YAML key twice": (["fit", "--config", "twice.yaml"], "max_epochs"),
+    "a YAML alias bomb": (["fit", "--config", "bomb.yaml"], "bomb.yaml"),
     # checkpoints
+    "ckpt_path best": (FIT + ["--ckpt_path", "best"], "ckpt_path"),
+    "ckpt_path hpc": (FIT + ["--ckpt_path", "hpc"], "ckpt_path"),
+    "ckpt_path registry": (FIT + ["--ckpt_path", "registry"], "ckpt_path"),
     "ckpt_path missing": (FIT + ["--ckpt_path", "nope.ckpt"], "ckpt_path"),
     "ckpt_path garbage": (FIT + ["--ckpt_path", "garbage.ckpt"], "ckpt_path"),
     "ckpt_path planted": (FIT + ["--ckpt_path", "planted.ckpt"], "ckpt_path"),
@@ -163,6 +182,10 @@ CASES = {
     "stored sweep.yaml corrupt": (["sweep", "run", "damaged"], "sweep.yaml"),
     "stored sweep.yaml without base": (["sweep", "run", "no_base"], "sweep.yaml"),
     "sweep status of a non-sweep": (["sweep", "status", "records"], "plan.json"),
+    "sweep a YAML key twice": (["sweep", "run", "sweep_twice.yaml", "--out", "out"], "'wd' written twice"),
+    "sweep --out empty": (["sweep", "run", "sweep_ok.yaml", "--out", ""], "--out"),
+    "sweep --out a file": (["sweep", "run", "sweep_ok.yaml", "--out", "a_file"], "--out"),
+    "sweep plan.json of the wrong shape": (["sweep", "run", "bad_plan"], "plan.json"),
     # analysis
     "power-law on a separable fit": (["analyze", "power-law", "records", "--fit", "separable_fit.json",
                                       "--out", "nu.json"], "--fit"),

@@ -161,3 +161,51 @@ def test_yaml_keys_written_twice_and_alias_bombs_are_one_line(tmp_path):
     merged = tmp_path / "merge.yaml"  # a merge key may be overridden: that is not a key twice
     merged.write_text("base: &base {a: 1, b: 2}\nuse:\n  <<: *base\n  b: 3\n")
     assert read_yaml(merged, "config")["use"] == {"a": 1, "b": 3}
+
+
+def test_sweep_status_only_reads(finished, capsys):
+    from grok_lightning.sweep.cli import main
+
+    (finished / "index.json").unlink(missing_ok=True)
+    assert main(["status", str(finished)]) == 0
+    assert not (finished / "index.json").exists(), "status wrote into the folder"
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device", "x/record.json"),
+                                   PermissionError(13, "Permission denied", "x/plan.json")])
+def test_a_full_disk_or_read_only_folder_is_one_line(tmp_path, capfd, monkeypatch, error):
+    from grok_lightning.sweep import store
+    from grok_lightning.sweep.cli import main
+
+    def refuse(path, payload):
+        raise error
+
+    monkeypatch.setattr(store, "write_json_atomic", refuse)
+    assert main(["run", str(tiny_sweep(tmp_path)), "--out", str(tmp_path / "s"), "--workers", "0"]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and error.strerror in err[0] and error.filename in err[0], err
+
+
+def test_a_bad_record_under_no_train_names_the_file(tmp_path):
+    import shutil
+
+    shutil.copytree(REPO / "results" / "medium" / "fig2", tmp_path / "fig2")
+    broken = sorted((tmp_path / "fig2" / "sweep" / "runs").glob("*/record.json"))[0]
+    broken.write_text('{"status": "completed", "config": ')
+    done = subprocess.run([sys.executable, "-m", "reproduce.fig2", "--profile", "medium", "--out", str(tmp_path),
+                           "--no-train"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1 and str(broken) in lines[0] and "not valid JSON" in lines[0], lines
+
+
+def test_records_get_the_users_file_mode(tmp_path):
+    import os
+
+    from grok_lightning.records import write_json_atomic
+
+    mask = os.umask(0o022)
+    try:
+        path = write_json_atomic(tmp_path / "record.json", {"status": "completed"})
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644

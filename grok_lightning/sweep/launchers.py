@@ -86,6 +86,7 @@ def prepare(target: str | Path, profile: str | None = None, out: str | Path | No
         if out is not None and Path(out).resolve() != target.resolve():
             raise ConfigError(f"{target} is a sweep directory: resume it in place (drop --out)")
         sweep = store.load_sweep()
+        store.load_plan()  # a plan of the wrong shape is one line before anything is written
         if profile is not None and profile != sweep.profile:
             raise ConfigError(f"{target} holds profile {sweep.profile!r}, not --profile={profile!r}")
     else:
