@@ -16,31 +16,15 @@ import statistics
 import time
 
 import torch
-from torch.nn import functional as F
-
-from grok_lightning.data import ModularArithmeticDataModule
-from grok_lightning.models import build_model
-from grok_lightning.modules import parameter_groups
+from _common import PlainCanonical
 
 
 def epochs(compiled: bool, n: int, mode: str, bf16: bool) -> list[float]:
-    torch.manual_seed(0)
-    data = ModularArithmeticDataModule(p=97)
-    data.setup()
-    model = build_model("transformer", 98, 97, d_model=128, n_layers=4, n_heads=8, d_ff=512, init="mha")
-    optimizer = torch.optim.AdamW(parameter_groups(model, 1.0, "all"), lr=1e-3)
-    forward = torch.compile(model, mode=mode, dynamic=True) if compiled else model
-    loader = data.train_dataloader()
+    run = PlainCanonical(compile_mode=mode if compiled else None)
     times = []
     for epoch in range(n):
         start = time.process_time()
-        loader.sampler.set_epoch(epoch)
-        for tokens, labels in loader:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss = F.cross_entropy(forward(tokens), labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+        run.train_epoch(epoch, bf16)
         times.append(time.process_time() - start)
     return times
 

@@ -22,12 +22,9 @@ import tempfile
 import time
 
 import torch
-from _common import canonical_config
+from _common import PlainCanonical, canonical_config
 from torch.nn import functional as F
 
-from grok_lightning.data import ModularArithmeticDataModule
-from grok_lightning.models import build_model
-from grok_lightning.modules import parameter_groups
 from grok_lightning.run import run_config
 
 #: the run's parts switched off one at a time (dotted config keys -> value)
@@ -44,32 +41,19 @@ VARIANTS = {
 
 def plain(epochs: int, precision: str) -> float:
     """CPU seconds of a plain loop: training and the same evaluation forwards."""
-    torch.manual_seed(0)
-    data = ModularArithmeticDataModule(p=97)
-    data.setup()
-    model = build_model("transformer", 98, 97, d_model=128, n_layers=4, n_heads=8, d_ff=512, init="mha")
-    optimizer = torch.optim.AdamW(parameter_groups(model, 1.0, "all"), lr=1e-3, betas=(0.9, 0.999))
-    loader = data.train_dataloader()
-    autocast = precision == "bf16-mixed"
+    run = PlainCanonical()
     start = time.process_time()
     for epoch in range(epochs + 1):
         if epoch <= 10 or epoch % 10 == 0 or epoch == epochs:  # the evaluation schedule
-            model.eval()
+            run.model.eval()
             with torch.no_grad():
-                for tokens, labels in data.eval_splits().values():
-                    logits = model(tokens)
+                for tokens, labels in run.data.eval_splits().values():
+                    logits = run.model(tokens)
                     float(F.cross_entropy(logits.double(), labels, reduction="sum"))
                     int((logits.argmax(-1) == labels).sum())
-            model.train()
-        if epoch == epochs:
-            break
-        loader.sampler.set_epoch(epoch)
-        for tokens, labels in loader:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-                loss = F.cross_entropy(model(tokens), labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            run.model.train()
+        if epoch < epochs:
+            run.train_epoch(epoch, bf16=precision == "bf16-mixed")
     return time.process_time() - start
 
 

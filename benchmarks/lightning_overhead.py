@@ -16,33 +16,18 @@ import os
 import tempfile
 import time
 
-import lightning as L
 import torch
-from _common import EpochTimer, canonical_config, median
-from torch.nn import functional as F
+from _common import EpochTimer, PlainCanonical, canonical_config, median
 
-from grok_lightning.data import ModularArithmeticDataModule
-from grok_lightning.models import build_model
-from grok_lightning.modules import parameter_groups
 from grok_lightning.run import GrokCLI
 
 
 def plain_epochs(epochs: int) -> list[float]:
-    L.seed_everything(0, verbose=False)
-    data = ModularArithmeticDataModule(p=97)
-    data.setup()
-    model = build_model("transformer", 98, 97, d_model=128, n_layers=4, n_heads=8, d_ff=512)
-    optimizer = torch.optim.AdamW(parameter_groups(model, 1.0, "all"), lr=1e-3, betas=(0.9, 0.999))  # as configs/canonical.yaml
-    loader = data.train_dataloader()
+    run = PlainCanonical()
     times = []
     for epoch in range(epochs):
         start = time.perf_counter()
-        loader.sampler.set_epoch(epoch)
-        for tokens, labels in loader:
-            loss = F.cross_entropy(model(tokens), labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+        run.train_epoch(epoch)
         times.append(time.perf_counter() - start)
     return times
 

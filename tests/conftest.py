@@ -55,6 +55,16 @@ def _no_flush_denormal_leak():
     torch.set_flush_denormal(False)
 
 
+@pytest.fixture(autouse=True)
+def _keep_torch_threads():
+    """Runs and sweeps run in this process with run.threads = 1 (process-global); restore it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def tiny(tmp_path):
     return lambda **kw: tiny_config(tmp_path, **kw)

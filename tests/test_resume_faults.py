@@ -116,13 +116,6 @@ def run_sweep_here(path: Path, out: Path, stream=None):
     return run_sweep(path, out=out, workers=0, threads_per_worker=1, stream=stream or open(os.devnull, "w"))
 
 
-@pytest.fixture(autouse=True)
-def _keep_torch_threads():
-    threads = torch.get_num_threads()  # runs set run.threads = 1 in this process
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     threads = torch.get_num_threads()

@@ -42,15 +42,6 @@ def write_spec(tmp_path: Path, spec, name: str = "sweep.yaml") -> Path:
     return path
 
 
-@pytest.fixture
-def keep_torch_threads():
-    import torch
-
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
 # --- grid: stable ids and names -------------------------------------------------------------------
 def test_same_grid_gives_same_ids_and_readable_names():
     first, second = expand(load_sweep(TINY)), expand(load_sweep(TINY))
@@ -306,7 +297,7 @@ def test_progress_counts_epochs_with_an_eta_and_a_heartbeat():
 
 
 # --- real (tiny) sweeps ---------------------------------------------------------------------------
-def test_failed_and_diverged_runs_do_not_stop_the_sweep(tmp_path, keep_torch_threads):
+def test_failed_and_diverged_runs_do_not_stop_the_sweep(tmp_path):
     from grok_lightning.sweep.launchers import run_sweep
 
     spec = tiny_spec(grid=None, zip={"model.init_args.n_heads": [2, 3, 2], "lr": [0.001, 0.001, 1.0e30]})
@@ -364,7 +355,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_sigkill_mid_run_then_resume_equals_uninterrupted_sweep(tmp_path, keep_torch_threads):
+def test_sigkill_mid_run_then_resume_equals_uninterrupted_sweep(tmp_path):
     """The reliability test: kill -9 the sweep in the middle of a run, resume, compare."""
     import pandas as pd
 
@@ -447,7 +438,7 @@ def test_concurrent_sweep_on_the_same_directory_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_ray_launcher_runs_the_same_grid(tmp_path, keep_torch_threads):
+def test_ray_launcher_runs_the_same_grid(tmp_path):
     ray = pytest.importorskip("ray")
     from grok_lightning.sweep.launchers import run_sweep
 

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 
 from grok_lightning.config import ConfigError, read_yaml
@@ -48,17 +47,10 @@ def edit_plan(out: Path, change) -> None:
 
 
 @pytest.fixture
-def finished(tmp_path, keep_threads):
+def finished(tmp_path):
     out = tmp_path / "s"
     quiet_run(tiny_sweep(tmp_path), out=out)
     return out
-
-
-@pytest.fixture
-def keep_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_a_plan_naming_a_folder_outside_the_sweep_empties_nothing(finished, tmp_path):
@@ -118,7 +110,7 @@ def test_a_class_from_next_to_the_sweep_is_never_imported(finished, tmp_path):
     assert not marker.exists()
 
 
-def test_another_runs_checkpoint_is_refused_not_adopted(tmp_path, keep_threads):
+def test_another_runs_checkpoint_is_refused_not_adopted(tmp_path):
     out = tmp_path / "s"
     path = tiny_sweep(tmp_path, epochs=4, seeds=(0, 1))
     quiet_run(path, out=out)
@@ -135,7 +127,7 @@ def test_another_runs_checkpoint_is_refused_not_adopted(tmp_path, keep_threads):
     assert after["history"] == record["history"]  # not B's
 
 
-def test_a_checkpoint_of_another_shape_is_one_line_before_training(tmp_path, keep_threads, tiny):
+def test_a_checkpoint_of_another_shape_is_one_line_before_training(tmp_path, tiny):
     from grok_lightning.run import run_config
 
     config = tiny(max_epochs=2)
