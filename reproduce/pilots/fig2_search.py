@@ -13,6 +13,8 @@ lambda) and writes into ``--root``, training nothing:
   two order-parameter distances;
 - ``readings.md``: the same distances for every reading x input set (metrics/readings.py);
 - ``precision.md``: bf16 autocast against FP32 on the same seeds (the verdict rule is stated there);
+- ``sawtooth.md``: the post-grokking sawtooth of s_bar per arm (:mod:`grok_lightning.stats.oscillation`):
+  its period, its link to train-loss spikes, and how much of it a median over seeds keeps;
 - ``fig2_search.png``: every arm's median curves over the paper's.
 """
 
@@ -28,6 +30,7 @@ import numpy as np
 from grok_lightning.metrics.readings import READINGS
 from grok_lightning.plots.trajectory import figure_trajectories
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
+from grok_lightning.stats.oscillation import sawtooth_summary
 from grok_lightning.stats.trajectory import FIG2_CURVES, FIG2_GOALS, median_curve, trajectory_distances
 from reproduce.common import cli
 
@@ -172,6 +175,27 @@ def readings_markdown(tables: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def sawtooth_markdown(arms: dict[str, list[dict]], hi: int) -> str:
+    lines = [f"Post-grokking sawtooth of s_bar, epochs 200-{hi} (stats/oscillation.py): residual = s_bar minus its "
+             "Savitzky-Golay trend (31 evaluations); a spike is an evaluation whose epoch-mean train loss is > 0.1. "
+             "`phase corr`: mean pairwise correlation of the seeds' residuals; `sd median/one`: the residual's standard "
+             "deviation in the median over seeds vs in one seed.", "",
+             "| arm | seeds | period (epochs) | sd one seed | sd median | phase corr | spikes | residual at spikes / elsewhere "
+             "| variance explained by spikes | corr(test acc, log train loss) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, records in arms.items():
+        histories = [r["history"] for r in records if r["history"]["epoch"][-1] >= hi]
+        if not histories:
+            continue
+        s = sawtooth_summary(histories, hi=hi)
+        runs = s["runs"]
+        lines.append(
+            f"| {name} | {len(runs)} | {', '.join(_fmt(r['period'], 0) for r in runs)} | {_fmt(s['single_residual_sd'], 4)} | "
+            f"{_fmt(s['median_residual_sd'], 4)} | {_fmt(s['phase_correlation'], 2)} | {', '.join(str(r['spikes']) for r in runs)} | "
+            + ", ".join(f"{_fmt(r['residual_at_spikes'], 4)} / {_fmt(r['residual_elsewhere'], 4)}" for r in runs)
+            + f" | {', '.join(_fmt(r['spike_r2'], 2) for r in runs)} | {', '.join(_fmt(r['corr_test_acc_log_loss'], 2) for r in runs)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=ROOT)
@@ -194,6 +218,7 @@ def main(argv=None) -> dict:
     write_json_atomic(args.root / "summary.json", summary)
     (args.root / "arms.md").write_text(arms_markdown(summaries, args.hi))
     (args.root / "readings.md").write_text(readings_markdown(readings))
+    (args.root / "sawtooth.md").write_text(sawtooth_markdown(arms, min(args.hi, 2000)))
     horizons = sorted({s["horizon"] for s in summaries.values()})
     caption = (f"pilots (profile medium): canonical 4L x 8H d128, lambda 1 unless named, seeds per arm in arms.md, "
                f"horizons {horizons} epochs; one lasting choice per arm from the default (docs/fig2_search.md)")
