@@ -10,6 +10,7 @@ paper's aggregator.
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -18,7 +19,17 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law, records_to_arrays
-from reproduce.common import cli, describe, model_shape, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import (
+    REPO,
+    cli,
+    describe,
+    median_ci,
+    model_shape,
+    parse_args,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 5"
@@ -26,6 +37,16 @@ PAPER = "2605.20441 Fig. 5"
 LAPLACE = 0.5
 PAPER_VALUES = {"wd_c": 0.0158, "wd_c_ci": [0.0109, 0.0200], "n": 210, "nu": 0.757, "nu_ci": [0.725, 0.799], "nu_n": 140}
 
+
+#: the paper's bins (a5_wdc_fit.json): lambda -> (grok fraction, n); its transition bins get a row each
+PAPER_BINS = {b["wd"]: (b["p_grok"], b["n"]) for b in json.loads(
+    (REPO / "reference" / "a5_wdc_fit.json").read_text())["wd_c_fit"]["bins"]}
+TRANSITION = (0.01, 0.02, 0.03)
+#: the paper's published grok epochs at lambda = 0.1 (a5_wdc_fit.json nu sample, 9 runs): the
+#: horizon check (a 1,000-epoch horizon sits inside this range, so it cannot give lambda_c ~ 0.016)
+HORIZON_CHECK_WD = 0.1
+PAPER_T_GROK_01 = sorted(s["grok_epoch"] for s in json.loads(
+    (REPO / "reference" / "a5_wdc_fit.json").read_text())["nu_fit"]["sample"] if s["wd"] == HORIZON_CHECK_WD)
 
 #: the paper's canonical sweep: lambda_c and nu are properties of a model at a horizon
 PAPER_SHAPE, PAPER_HORIZON = "4L x 8H d128", 5000
@@ -91,6 +112,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
             None if nu_fit is None else nu_fit.nu, profile, 0 if nu_fit is None else nu_fit.n_points,
             PAPER_VALUES["nu_ci"], None if nu_fit is None else _ci(nu_fit.nu_ci), note=nu_error or note, invalid=invalid),
     ]
+    rows += bin_rows(paper_fit.bins, wd, t_grok, profile, invalid)
     fits = {"profile": profile, "horizon": info["horizon"], "paper": paper_fit.to_dict(), "glm": glm_fit.to_dict(),
             "paper_smoothed": None if smoothed is None else smoothed.to_dict(), "main": main_fit.to_dict(),
             "nu": None if nu_fit is None else nu_fit.to_dict(), "nu_error": nu_error, "wd_c_used": _finite(wd_c),
@@ -98,6 +120,29 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     write_outputs(out, fits, rows)
     (out / "fits.json").write_text((out / "summary.json").read_text())
     return fits
+
+
+def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str, invalid: str | None) -> list[dict]:
+    """Our grok fraction (Wilson 95% CI) in each of the paper's transition bins that we ran, and
+    the median grok epoch at lambda = 0.1 against the paper's published ones there."""
+    rows = []
+    for b in bins:
+        if not any(np.isclose(b["wd"], w) for w in TRANSITION):
+            continue
+        paper_p, paper_n = PAPER_BINS[round(b["wd"], 6)]
+        rows.append(row(PAPER, f"grok fraction at lambda = {b['wd']:g} (Wilson 95% CI)", round(paper_p, 4),
+                        b["p_grok"], profile, b["n"], ours_ci=[b["wilson_lo"], b["wilson_hi"]],
+                        note=f"ours {b['n_grok']}/{b['n']}, paper {round(paper_p * paper_n)}/{paper_n}", invalid=invalid))
+    at = np.isclose(wd, HORIZON_CHECK_WD) & np.isfinite(t_grok)
+    if at.any() or np.isclose(wd, HORIZON_CHECK_WD).any():
+        median, ci = median_ci(t_grok[at])
+        rows.append(row(PAPER, f"median grok epoch at lambda = {HORIZON_CHECK_WD:g}",
+                        float(np.median(PAPER_T_GROK_01)), _finite(median), profile, int(at.sum()),
+                        paper_ci=[PAPER_T_GROK_01[0], PAPER_T_GROK_01[-1]], ours_ci=ci,
+                        note=f"{int(at.sum())}/{int(np.isclose(wd, HORIZON_CHECK_WD).sum())} grokked; paper's range is its "
+                             f"published sample of {len(PAPER_T_GROK_01)} runs, not a CI; a horizon below it puts "
+                             "lambda_c above 0.1", invalid=invalid))
+    return rows
 
 
 def _finite(x):

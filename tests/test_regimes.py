@@ -97,6 +97,25 @@ def test_fig5_separable_outcomes_fall_back_to_laplace_smoothing(tmp_path):
     assert len(rows) == 4 and "Laplace" in rows[2]["quantity"] and rows[2]["ours_ci"] is not None
 
 
+def test_fig5_transition_bins_and_the_lambda_01_grok_epochs_get_rows(tmp_path):
+    records = [make_record(0.01, seed) for seed in range(3)]
+    records += [make_record(0.02, seed, grok_epoch=3000 if seed else None) for seed in range(3)]
+    records += [make_record(0.1, seed, grok_epoch=900 + 50 * seed) for seed in range(5)]
+    records += [make_record(1.0, seed, grok_epoch=130) for seed in range(3)]
+    fig5.analyse(records, "medium", tmp_path, n_bootstrap=100)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    at_002 = rows["grok fraction at lambda = 0.02 (Wilson 95% CI)"]
+    assert at_002["paper_value"] == 0.8 and at_002["ours"] == pytest.approx(2 / 3) and "2/3" in at_002["note"]
+    lo, hi = at_002["ours_ci"]
+    assert lo < 2 / 3 < hi
+    assert rows["grok fraction at lambda = 0.01 (Wilson 95% CI)"]["ours_ci"][0] == 0.0
+    assert "grok fraction at lambda = 0.03 (Wilson 95% CI)" not in rows  # not run: no row
+    t_grok = rows["median grok epoch at lambda = 0.1"]
+    assert t_grok["ours"] == 1000 and t_grok["paper_ci"] == [860, 1130] and t_grok["paper_value"] == 1090
+    # the smoke-sized model at 250 epochs cannot test the paper's numbers
+    assert all(r["invalid"] for r in rows.values())
+
+
 def test_fig1_analyse_places_sizes_and_collapse(tmp_path):
     small = _sweep()
     others = [make_record(wd, 7, n_params=30000, grok_epoch=200 if wd == 3.0 else None) for wd in (0.5, 3.0)]
