@@ -13,7 +13,7 @@ Parts, in order, each with its share of the deadline (a part not started by then
    (``configs/sweeps/fig2.yaml`` is its cohort; here its first 8 seeds x 3,000 epochs), into
    ``results/pilots/fig2_search/gpu_default``: the arms' reference.
 3. ``e12_pilot``: the E12 control group at lambda = 0.05 (``configs/sweeps/e12_pilot.yaml``, paper
-   profile: 8 seeds x 2,500 epochs, peak checkpoints kept), into ``results/pilots/e12/gpu``.
+   profile: 8 seeds x 2,500 epochs, peak checkpoints kept), into ``results/pilots/e12_pilot/gpu``.
 
 A part cut by its time box stops its runs as ``interrupted`` with their checkpoints: the same
 command (on a GPU or a CPU) resumes them. The JSON (``--out``) says what each part reached.
@@ -37,7 +37,7 @@ from gpu_check import MARGIN_S, epochs_reached, time_box
 PARTS = (
     ("fig2_arms", "fig2_search.yaml", "fig2_search/gpu_arms", 0.5, True),
     ("fig2_default", None, "fig2_search/gpu_default", 0.4, True),
-    ("e12_pilot", "e12_pilot.yaml", "e12/gpu", 1.0, False),
+    ("e12_pilot", "e12_pilot.yaml", "e12_pilot/gpu", 1.0, False),
 )
 SEEDS = [7, 11, 31, 42, 73, 97, 123, 199]
 TINY = {"model.init_args.n_layers": 1, "model.init_args.n_heads": 2, "model.init_args.d_model": 16,
@@ -56,12 +56,12 @@ def default_sweep(out_dir: Path) -> Path:
     return path
 
 
-def shrunk(sweep_file: Path, out_dir: Path, device: str, tiny: bool) -> Path:
-    """The sweep file with the device set (and, with ``tiny``, a 1-layer model on p = 23 for a few
-    epochs: the CPU check of this script)."""
+def shrunk(sweep_file: Path, out_dir: Path, device: str, tiny: bool, compile_mode: str | None = None) -> Path:
+    """The sweep file with the device (and ``run.compile``) set, and with ``tiny`` a 1-layer model
+    on p = 23 for a few epochs: the CPU check of this script."""
     data = yaml.safe_load(sweep_file.read_text())
     data["base"] = str(REPO / "configs" / "canonical.yaml")
-    extra = {"trainer.accelerator": device}
+    extra = {"trainer.accelerator": device, **({"run.compile": compile_mode} if compile_mode else {})}
     if tiny:
         extra.update(TINY, **{"trainer.max_epochs": 3})
         data["profiles"]["paper"]["grid"] = {"seed": SEEDS[:2]}
@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="a 1-layer model on p = 23, 3 epochs, 2 seeds")
     parser.add_argument("--root", default=str(REPO / "results" / "pilots"), help="where the records go")
     parser.add_argument("--out", default="gpu_pilots.json")
+    parser.add_argument("--compile", default=None, choices=("default", "reduce-overhead", "max-autotune"),
+                        help="run.compile for every run (the same records: it is not part of a run's identity)")
     args = parser.parse_args()
     end = time.time() + args.deadline
     root, work = Path(args.root), Path(args.root) / ".gpu_pilots"
@@ -109,7 +111,7 @@ def main() -> None:
         source = REPO / "configs" / "sweeps" / sweep_name if sweep_name else default_sweep(work)
         try:
             seeds = 2 if args.tiny else len(SEEDS)
-            part = run_part(shrunk(source, work, args.device, args.tiny), root / folder, left * share,
+            part = run_part(shrunk(source, work, args.device, args.tiny, args.compile), root / folder, left * share,
                             args.ensemble_size if ensembles else 1, 1 if ensembles else seeds)
             report["parts"][name] = {"status": "ran", **part}
         except Exception as err:  # noqa: BLE001 - the next part still gets its time

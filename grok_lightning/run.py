@@ -33,6 +33,7 @@ from grok_lightning.config import ConfigError, require, require_choice, validate
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
 
 MATMUL_PRECISIONS = ("highest", "high", "medium")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 
 class _QuietLightning(logging.Filter):
@@ -78,6 +79,11 @@ class RunSettings:
         start_from: another run's checkpoint this run starts from when it has none of its own
             (sweeps; with ``grok-lightning fit`` pass ``--ckpt_path``). The record keeps that run's
             history up to there and says ``started_from``.
+        compile: ``torch.compile`` mode for the training step's forward and loss (``default``,
+            ``reduce-overhead``: CUDA graphs on a GPU, ``max-autotune``), or ``None`` (eager, the
+            default). Single runs compile the module's training loss, ensembles the vmapped member
+            losses; evaluation and diagnostics stay eager. Measured no gain on CPU
+            (docs/performance.md); meant for GPUs.
         resume: continue the latest run of this logger (``<save_dir>/<name>/version_*``, or the
             given ``version``) from its ``checkpoints/last.ckpt``, in the same folder and record
             (``grok-lightning fit ... --resume``); a new run when there is none.
@@ -94,6 +100,7 @@ class RunSettings:
     diagnostics: bool = True
     matmul_precision: str = "highest"
     start_from: str | None = None
+    compile: str | None = None
     resume: bool = False
 
 
@@ -187,6 +194,11 @@ class GrokCLI(LightningCLI):
             torch.set_num_threads(run.threads)
         require_choice("run.matmul_precision", run.matmul_precision, MATMUL_PRECISIONS)
         torch.set_float32_matmul_precision(run.matmul_precision)
+        if run.compile is not None:
+            require_choice("run.compile", run.compile, COMPILE_MODES)
+            require(callable(getattr(self.model, "compile_training", None)), "run.compile", run.compile,
+                    f"{type(self.model).__name__} has no compiled training step")
+            self.model.compile_training(run.compile)
         # callbacks listed under trainer.callbacks in the YAML (already instantiated) come after
         # the package's own, in their order
         configured = self._get(self.config_init, "trainer", default={}).get("callbacks") or []

@@ -98,7 +98,7 @@ def test_gpu_pilots_script_on_cpu_writes_records_the_scorer_reads(tmp_path):
     parts = json.loads(out.read_text())["parts"]
     assert {k: v["statuses"] for k, v in parts.items()} == {
         "fig2_arms": {"completed": 16}, "fig2_default": {"completed": 2}, "e12_pilot": {"completed": 2}}
-    assert len(list((tmp_path / "e12" / "gpu" / "runs").glob("*/record.json"))) == 2  # separate runs, no ensemble
+    assert len(list((tmp_path / "e12_pilot" / "gpu" / "runs").glob("*/record.json"))) == 2  # separate runs, no ensemble
     from reproduce.pilots import fig2_search
 
     arms = fig2_search.load_arms(tmp_path / "fig2_search", also=())

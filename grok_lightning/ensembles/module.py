@@ -84,6 +84,8 @@ class EnsembleModule(L.LightningModule):
         self._prepared_key = None
         self._schedule = None  # the members' learning-rate schedule, stepped with the optimizer
         self.clip_norm: float | None = None  # the members' gradient-norm clip (trainer.gradient_clip_val)
+        self.compile_mode: str | None = None  # torch.compile mode of the vmapped member losses (run.compile)
+        self._member_losses = None  # vmap(member loss), compiled when compile_mode is set; built once
 
     # Lightning propagates ``trainer`` to child LightningModules; members get their own views
     @property
@@ -161,7 +163,7 @@ class EnsembleModule(L.LightningModule):
         params = {n: torch.stack([p.detach() for p in ps]) for n, ps in self._named_rows().items()}
         try:
             with torch.no_grad():
-                self._vmapped_losses(params, list(range(len(self.members))), batches)
+                self._vmapped_losses(params, list(range(len(self.members))), batches, eager=True)
             return True
         except (RuntimeError, NotImplementedError) as err:
             if self.vectorize is True or _is_out_of_memory(err):
@@ -313,15 +315,19 @@ class EnsembleModule(L.LightningModule):
             losses.append(chunk_losses.detach())
         return torch.cat(losses)
 
-    def _vmapped_losses(self, params: dict, members: list[int], batches: list) -> torch.Tensor:
+    def _vmapped_losses(self, params: dict, members: list[int], batches: list, eager: bool = False) -> torch.Tensor:
         inputs = torch.stack([b[0] for b in batches])
         targets = torch.stack([b[1] for b in batches])
-        lead = self.members[members[0]]
+        lead = self.members[0]  # any member serves as the template (same architecture): its weights are not read
 
         def member_loss(p, x, y):
             return lead.compute_loss(functional_call(lead.model, p, (x,)), y)
 
-        return vmap(member_loss)(params, inputs, targets)
+        if eager or not self.compile_mode:
+            return vmap(member_loss)(params, inputs, targets)
+        if self._member_losses is None:  # compiled once; the probe stays eager (no compile for its shape)
+            self._member_losses = torch.compile(vmap(member_loss), mode=self.compile_mode, dynamic=False)
+        return self._member_losses(params, inputs, targets)
 
     def _step_schedule(self) -> None:
         if self._schedule is not None:

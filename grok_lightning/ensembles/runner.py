@@ -93,6 +93,7 @@ def build_ensemble(configs: list[dict], root: str | Path, checkpoint_every: int 
     if clip_norm and algorithm not in (None, "norm"):
         raise ConfigError(f"trainer.gradient_clip_algorithm={algorithm!r}: ensembles clip by norm only")
     ensemble.clip_norm = float(clip_norm) if clip_norm else None
+    ensemble.compile_mode = parts[0]["config"].get("run", {}).get("compile")
     members = [MemberCallbacks(e, p["callbacks"], key=str(p["config"].get("run", {}).get("run_id") or e))
                for e, p in enumerate(parts)]
     minutes = float(parts[0]["config"].get("run", {}).get("checkpoint_minutes", 5.0)) if checkpoint_every > 0 else 0.0

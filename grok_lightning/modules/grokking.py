@@ -208,9 +208,17 @@ class GrokkingModule(L.LightningModule):
         """The training loss of a forward's output (also what an ensemble vmaps per member)."""
         return F.cross_entropy(logits, labels)
 
+    def training_loss(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.compute_loss(self.model(tokens), labels)
+
+    def compile_training(self, mode: str) -> None:
+        """Compile the training step's forward and loss (``run.compile``); evaluation stays eager
+        (its attention hooks would break the graph)."""
+        self._training_loss = torch.compile(self.training_loss, mode=mode, dynamic=False)
+
     def training_step(self, batch, batch_idx):
         tokens, labels = batch
-        loss = self.compute_loss(self.model(tokens), labels)
+        loss = (getattr(self, "_training_loss", None) or self.training_loss)(tokens, labels)
         if not torch.isfinite(loss):
             # diverged: skip this update (returning None skips backward/step) and stop the run;
             # the recorder writes status "diverged" with this epoch.

@@ -82,6 +82,7 @@ PLACEMENT_KEYS = (
     "run.record_path",
     "run.run_id",
     "run.threads",
+    "run.compile",
     "run.checkpoint_every",
     "run.checkpoint_minutes",
     "run.resume",

@@ -81,9 +81,11 @@ def run_summary(record: dict) -> dict:
             "spikes_before_grok": [int(e) for e in epochs[before & after_memorising & (loss > SPIKE_LOSS)]]}
 
 
-def load(stores: list[Path]) -> list[dict]:
+def load(roots: list[Path]) -> list[dict]:
+    """Final canonical-model records of every sweep store at or one level under ``roots`` (the
+    CPU pilot in the root, a GPU window's in ``gpu/``)."""
     records = []
-    for store in stores:
+    for store in [s for root in roots for s in (root, *sorted(p for p in root.glob("*") if p.is_dir()))]:
         if (store / "runs").is_dir():
             records += [r for _, r in iter_records(store / "runs") if r.get("status") in FINAL_STATUSES
                         and r["config"]["model"]["n_layers"] == 4 and r["config"]["model"]["d_model"] == 128]
