@@ -13,6 +13,9 @@ lambda) and writes into ``--root``, training nothing:
   two order-parameter distances;
 - ``readings.md``: the same distances for every reading x input set (metrics/readings.py);
 - ``precision.md``: bf16 autocast against FP32 on the same seeds (the verdict rule is stated there);
+- ``low_lambda.md``: arms run at a lambda other than 1 (the paper's Fig. 2 is at lambda = 1, so
+  they are not scored against it): how far sigma_H rises (released and pooled readings; the
+  paper's E12 controls at lambda 0.015-0.05 peak at 0.28) and how far s_bar falls;
 - ``sawtooth.md``: the post-grokking sawtooth of s_bar per arm (:mod:`grok_lightning.stats.oscillation`):
   its period, its link to train-loss spikes, and how much of it a median over seeds keeps;
 - ``fig2_search.png``: every arm's median curves over the paper's.
@@ -39,6 +42,7 @@ ROOT = REPO / "results" / "pilots" / "fig2_search"
 MEDIUM_FIG2 = REPO / "results" / "medium" / "fig2" / "sweep"
 INPUT_SETS = ("test", "train", "all", "batch")
 ORDER_PARAMETERS = ("s_bar", "sigma_H")
+POOLED_SIGMA = "reading/test/pooled/entropy_std"
 
 
 
@@ -175,6 +179,31 @@ def readings_markdown(tables: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def _lambda(records: list[dict]) -> float:
+    return float(records[0]["config"]["wd"])
+
+
+def low_lambda_markdown(arms: dict[str, list[dict]]) -> str:
+    lines = ["Arms at lambda != 1 (not scored against Fig. 2, which is at lambda = 1). Peaks and minima over epochs "
+             "> 100; the paper's E12 controls (lambda 0.015 / 0.05) peak at sigma_H 0.28 with s_bar down to 0.75.", "",
+             "| arm | seed | horizon | peak sigma_H (epoch) | pooled peak | min s_bar (epoch) | final test acc | t_grok |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, records in arms.items():
+        for r in records:
+            h = r["history"]
+            epochs = np.asarray(h["epoch"], float)
+            late = epochs > 100
+            cell = {}
+            for key, how in (("entropy_std", np.nanargmax), (POOLED_SIGMA, np.nanargmax), ("mean_similarity", np.nanargmin)):
+                values = np.asarray([np.nan if v is None else v for v in h.get(key, [np.nan] * len(epochs))], float)
+                i = int(how(np.where(late, values, np.nan))) if np.isfinite(values[late]).any() else None
+                cell[key] = "-" if i is None else f"{values[i]:.3f} ({int(epochs[i])})"
+            lines.append(f"| {name} | {r['config']['seed']} | {int(epochs[-1])} | {cell['entropy_std']} | "
+                         f"{cell[POOLED_SIGMA].split(' ')[0]} | {cell['mean_similarity']} | {_fmt(h['test_acc'][-1])} | "
+                         f"{r.get('grok_epoch') or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def sawtooth_markdown(arms: dict[str, list[dict]], hi: int) -> str:
     lines = [f"Post-grokking sawtooth of s_bar, epochs 200-{hi} (stats/oscillation.py): residual = s_bar minus its "
              "Savitzky-Golay trend (31 evaluations); a spike is an evaluation whose epoch-mean train loss is > 0.1. "
@@ -203,9 +232,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--also", type=Path, nargs="*", default=[MEDIUM_FIG2],
                         help="more sweep stores to read (default: the shipped medium Fig. 2 runs, FP32)")
     args = parser.parse_args(argv)
-    arms = load_arms(args.root, tuple(args.also))
-    if not arms:
+    loaded = load_arms(args.root, tuple(args.also))
+    if not loaded:
         raise SystemExit(f"{args.root}: no final pilot records")
+    arms = {name: records for name, records in loaded.items() if _lambda(records) == 1.0}
+    other = {name: records for name, records in loaded.items() if _lambda(records) != 1.0}
+    if other:
+        (args.root / "low_lambda.md").write_text(low_lambda_markdown(other))
     summaries = {name: arm_summary(records, args.hi) for name, records in arms.items()}
     readings = {name: reading_table(records, args.hi) for name, records in arms.items()}
     summary = {"arms": summaries, "readings": readings}
