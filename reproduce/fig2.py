@@ -9,13 +9,14 @@ of its own, the Phase-2 dip, peak sigma_H and t_grok.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.figures import FIG2_PAPER, figure_two_phase
 from grok_lightning.stats import phase_summary
 from grok_lightning.stats.trajectory import FIG2_GOALS, trajectory_distances
-from reproduce.common import cli, describe, median_ci, parse_args, sweep_records, write_outputs
+from reproduce.common import REPO, cli, describe, median_ci, parse_args, sweep_records, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 2"
@@ -41,6 +42,32 @@ def distance_rows(records: list[dict], horizon: int, profile: str) -> list[dict]
                             0.0, d.rms, profile, len(histories), tolerance=FIG2_GOALS[curve],
                             note=f"{d.n_points} read-off epochs (reference/fig2_median_read_off.csv, reading error "
                                  f"~0.005); goal <= {FIG2_GOALS[curve]}; released reading, test split"))
+    return rows
+
+
+#: the Fig. 2 trajectory search's scores (reproduce/pilots/fig2_search.py; docs/fig2_search.md)
+SEARCH_SUMMARY = REPO / "results" / "pilots" / "fig2_search" / "summary.json"
+
+
+def search_rows(profile: str, summary_path: Path = SEARCH_SUMMARY) -> list[dict]:
+    """The best lasting training choice of the Fig. 2 search (medium pilots, lambda = 1): its s_bar
+    and sigma_H distances against the goal, and how many choices were tried."""
+    if profile != "medium" or not summary_path.is_file():
+        return []
+    arms = json.loads(summary_path.read_text())["arms"]
+    tried = {name: arm for name, arm in arms.items() if not name.startswith("default")}
+    if not tried:
+        return []
+    name, best = min(tried.items(), key=lambda item: item[1]["score"])
+    default = arms.get("default bf16") or arms.get("default") or {}
+    rows = []
+    for curve in ("s_bar", "sigma_H"):
+        rows.append(row(
+            PAPER, f"Fig. 2 trajectory search: RMS distance of the {curve} curve for the best of {len(tried)} lasting "
+                   f"training choices tested ({name}), epochs 1-{best['horizon']}",
+            0.0, best["distance"][curve], profile, len(best["seeds"]), tolerance=FIG2_GOALS[curve],
+            note=f"goal <= {FIG2_GOALS[curve]}; the default scores {default.get('distance', {}).get(curve, float('nan')):.3f}; "
+                 f"choices tried: {', '.join(sorted(tried))}; docs/fig2_search.md"))
     return rows
 
 
@@ -82,7 +109,7 @@ def main(argv=None) -> Path:
         note = "; ".join(filter(None, [note, f"{len(values)}/{len(usable)} seeds defined" if len(values) < len(usable) else ""]))
         rows.append(row(PAPER, quantity, paper_value, value, args.profile, len(values), ours_ci=ci, note=note,
                         paper_ci=PAPER_CI.get(key), null=NULLS.get(key)))
-    rows += distance_rows(usable, horizon, args.profile)
+    rows += distance_rows(usable, horizon, args.profile) + search_rows(args.profile)
     summary = {"profile": args.profile, "seeds": seeds, "horizon": horizon, "n_runs": len(records),
                "statuses": {r["run_id"] or r["name"]: r["status"] for r in records}, "per_seed": per_seed,
                "config": usable[0]["config"] if usable else None}

@@ -51,3 +51,21 @@ def test_no_peak_in_the_majority_means_no_test(tmp_path):
     a_run(tmp_path, 11, bump=False)
     summary = e12_pilot.main(["--root", str(tmp_path)])
     assert summary["verdicts"]["0.05"].endswith("1/2 runs: no peak to intervene at")
+
+
+def test_fig2_report_rows_name_the_best_lasting_choice_and_how_many_were_tried(tmp_path):
+    from reproduce import fig2
+    from reproduce.report import verdict
+
+    def arm(s_bar, sigma):
+        return {"score": s_bar + sigma, "distance": {"s_bar": s_bar, "sigma_H": sigma}, "horizon": 2000, "seeds": [7, 11]}
+
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"arms": {"default": arm(0.05, 0.03), "default bf16": arm(0.054, 0.032),
+                                         "eps1e-6 bf16": arm(0.05, 0.029), "relu bf16": arm(0.058, 0.042)}}))
+    rows = fig2.search_rows("medium", path)
+    assert [r["ours"] for r in rows] == [0.05, 0.029]  # eps1e-6: the smallest sum
+    assert "best of 2 lasting training choices tested (eps1e-6 bf16)" in rows[0]["quantity"]
+    assert "the default scores 0.054" in rows[0]["note"]
+    assert all(verdict(r).startswith("not reproduced") for r in rows)
+    assert fig2.search_rows("smoke", path) == [] and fig2.search_rows("medium", tmp_path / "none.json") == []
