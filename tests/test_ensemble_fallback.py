@@ -39,7 +39,7 @@ def test_each_members_record_file_says_whether_it_was_vectorised(tmp_path, arch,
 def test_out_of_memory_at_the_probe_is_raised_not_turned_into_the_loop(monkeypatch):
     from grok_lightning.ensembles.module import EnsembleModule
 
-    def full_gpu(self, params, members, batches):
+    def full_gpu(self, params, members, batches, eager=False):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(EnsembleModule, "_vmapped_losses", full_gpu)
