@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -140,6 +141,33 @@ def invalid_reason(checks: dict, contrast: str) -> str | None:
     return summarise_checks(units, CHECK_WORDS)
 
 
+PILOT_SUMMARY = REPO / "results" / "pilots" / "e12_pilot" / "summary.json"
+
+
+def pilot_rows(profile: str, summary_path: Path = PILOT_SUMMARY) -> list[dict]:
+    """The E12 pilot on the canonical model (medium only; reproduce/pilots/e12_pilot.py): per
+    lambda, control group A's mean peak sigma_H before grokking against the paper's A, and how
+    many runs show a peak an intervention could act at."""
+    if profile != "medium" or not summary_path.is_file():
+        return []
+    summary = json.loads(summary_path.read_text())
+    paper = summary["paper_A"]
+    rows = []
+    for wd, text in summary["verdicts"].items():
+        runs = [r for r in summary["runs"] if f"{r['wd']:g}" == wd]
+        peaks = [r["released"]["peak"] for r in runs if r["released"] and math.isfinite(r["released"]["peak"])]
+        min_s = [r["min_s_bar_before_grok"] for r in runs if r["min_s_bar_before_grok"] is not None]
+        groks = [str(r["grok_epoch"] or f"none by {r['horizon']}") for r in runs]
+        rows.append(row(
+            PAPER, f"E12 pilot, control A on the canonical model at lambda {wd}: mean peak sigma_H before grokking",
+            paper["peak_sigma_H"], float(np.mean(peaks)) if peaks else None, profile, len(runs),
+            note=f"{text}; min s_bar before grokking {np.mean(min_s):.3f} (paper's A {paper['min_s_bar']}); "
+                 f"t_grok {', '.join(groks)} (paper's A mean {paper['grok_epoch']}); paper values are group A's "
+                 f"means over lambda 0.015 and 0.05 (n = 20); seeds {sorted(r['seed'] for r in runs)}; "
+                 "results/pilots/e12_pilot/e12_pilot.md, docs/e12.md"))
+    return rows
+
+
 def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path, n_bootstrap: int = 10000,
             window: int | None = None, allowed: tuple[float, float | None] = (100, None)) -> dict:
     """Paired tests of every contrast; ``allowed``: the range (after, before] in which E was taken."""
@@ -208,7 +236,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
                "checks": {f"{k[0]}_{k[1]}": v for k, v in checks.items()},
                "invalid": {f"{b}-{a}": invalid_reason(checks, f"{b}-{a}") for b, a in CONTRASTS if b in groups and a in groups},
                "grok_rates": {g: [int(np.isfinite(values[g]["grok_epoch"]).sum()), len(keys)] for g in names}}
-    write_outputs(out, summary, rows)
+    write_outputs(out, summary, rows + pilot_rows(profile))
     return summary
 
 

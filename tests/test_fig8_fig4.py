@@ -143,3 +143,23 @@ def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, mon
     path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, {(7, 1.0): "peak.ckpt"}, Path("reproduction") / "fig8" / "B")
     assert not path.is_absolute() and sweep_path(path).is_file() and sweep_path(path) == path
     assert sweep_path("interventions.yaml") == SWEEPS / "interventions.yaml"
+
+
+def test_e12_pilot_rows_report_the_control_peak_per_lambda_against_the_paper(tmp_path):
+    from reproduce.report import verdict
+
+    def run(wd, seed, peak, min_s, grok):
+        released = {"peak": peak, "stands_out": False, "on_edge": True, "median": 0.03, "width": 0}
+        return {"wd": wd, "seed": seed, "grok_epoch": grok, "horizon": 2500, "released": released,
+                "min_s_bar_before_grok": min_s}
+
+    summary = {"paper_A": {"peak_sigma_H": 0.2817, "min_s_bar": 0.7512, "grok_epoch": 3668},
+               "runs": [run(0.05, 7, 0.04, 0.80, 2250), run(0.05, 11, 0.06, 0.76, None)],
+               "verdicts": {"0.05": "A peak before grokking in 0/2 runs: no peak to intervene at"}}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(summary))
+    assert fig8.pilot_rows("smoke", path) == [] and fig8.pilot_rows("medium", tmp_path / "none.json") == []
+    (r,) = fig8.pilot_rows("medium", path)
+    assert r["ours"] == pytest.approx(0.05) and r["paper_value"] == 0.2817 and r["n"] == 2
+    assert "0/2 runs" in r["note"] and "min s_bar before grokking 0.780" in r["note"] and "none by 2500" in r["note"]
+    assert verdict(r).startswith("not reproduced")
