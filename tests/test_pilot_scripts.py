@@ -69,3 +69,17 @@ def test_fig2_report_rows_name_the_best_lasting_choice_and_how_many_were_tried(t
     assert "the default scores 0.054" in rows[0]["note"]
     assert all(verdict(r).startswith("not reproduced") for r in rows)
     assert fig2.search_rows("smoke", path) == [] and fig2.search_rows("medium", tmp_path / "none.json") == []
+
+
+def test_low_lambda_arms_are_compared_on_the_shortest_horizon_with_their_first_loss_spike(tmp_path):
+    from reproduce.pilots import fig2_search
+
+    short = a_run(tmp_path / "short", 7, bump=False, grok_epoch=None, horizon=1000)
+    long = a_run(tmp_path / "long", 11, bump=True, grok_epoch=None, horizon=2000)
+    long["history"]["entropy_std"][-1] = 0.9  # after the short run's horizon: must not count
+    text = fig2_search.low_lambda_markdown({"a": [short], "b": [long]})
+    assert "epochs 100-1000" in text
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| a ") or line.startswith("| b ")]
+    assert rows[0][3].startswith("0.031") and rows[1][3] == "0.201 (810)"  # the bump, not the late 0.9
+    assert rows[0][6] == "-" and rows[1][6] == "-"  # the spike at 1,200 is past the common horizon
+    assert fig2_search.low_lambda_markdown({"b": [long]}).splitlines()[4].split(" | ")[6] == "1200"

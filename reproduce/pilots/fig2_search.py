@@ -184,23 +184,33 @@ def _lambda(records: list[dict]) -> float:
 
 
 def low_lambda_markdown(arms: dict[str, list[dict]]) -> str:
-    lines = ["Arms at lambda != 1 (not scored against Fig. 2, which is at lambda = 1). Peaks and minima over epochs "
-             "> 100; the paper's E12 controls (lambda 0.015 / 0.05) peak at sigma_H 0.28 with s_bar down to 0.75.", "",
-             "| arm | seed | horizon | peak sigma_H (epoch) | pooled peak | min s_bar (epoch) | final test acc | t_grok |",
-             "|---|---|---|---|---|---|---|---|"]
+    """Every run scored on epochs (100, H], H the shortest horizon among them (runs of one length
+    compare alike); the first loss spike is the first evaluation after memorising (train accuracy
+    >= 0.99) whose epoch-mean train loss exceeds 1."""
+    horizon = min(int(r["history"]["epoch"][-1]) for records in arms.values() for r in records)
+    lines = [f"Arms at lambda != 1 (not scored against Fig. 2, which is at lambda = 1), every run on epochs 100-{horizon} "
+             "(the shortest horizon among them). The paper's E12 controls (lambda 0.015 / 0.05) peak at sigma_H 0.28 "
+             "with s_bar down to 0.75.", "",
+             "| arm | seed | run's horizon | peak sigma_H (epoch) | pooled peak | min s_bar (epoch) | first loss spike "
+             f"| test acc at {horizon} | t_grok |", "|---|---|---|---|---|---|---|---|---|"]
+    column = lambda h, key, n: np.asarray([np.nan if v is None else v for v in h.get(key, [np.nan] * n)], float)
     for name, records in arms.items():
         for r in records:
             h = r["history"]
             epochs = np.asarray(h["epoch"], float)
-            late = epochs > 100
+            inside = (epochs > 100) & (epochs <= horizon)
             cell = {}
             for key, how in (("entropy_std", np.nanargmax), (POOLED_SIGMA, np.nanargmax), ("mean_similarity", np.nanargmin)):
-                values = np.asarray([np.nan if v is None else v for v in h.get(key, [np.nan] * len(epochs))], float)
-                i = int(how(np.where(late, values, np.nan))) if np.isfinite(values[late]).any() else None
+                values = column(h, key, len(epochs))
+                i = int(how(np.where(inside, values, np.nan))) if np.isfinite(values[inside]).any() else None
                 cell[key] = "-" if i is None else f"{values[i]:.3f} ({int(epochs[i])})"
+            memorised = np.flatnonzero(column(h, "train_acc", len(epochs)) >= 0.99)
+            spikes = epochs[(epochs <= horizon) & (column(h, "train_loss", len(epochs)) > 1)
+                            & (np.arange(len(epochs)) > (memorised[0] if len(memorised) else len(epochs)))]
+            at_horizon = column(h, "test_acc", len(epochs))[np.flatnonzero(epochs <= horizon)[-1]]
             lines.append(f"| {name} | {r['config']['seed']} | {int(epochs[-1])} | {cell['entropy_std']} | "
-                         f"{cell[POOLED_SIGMA].split(' ')[0]} | {cell['mean_similarity']} | {_fmt(h['test_acc'][-1])} | "
-                         f"{r.get('grok_epoch') or '-'} |")
+                         f"{cell[POOLED_SIGMA].split(' ')[0]} | {cell['mean_similarity']} | "
+                         f"{int(spikes[0]) if len(spikes) else '-'} | {_fmt(at_horizon)} | {r.get('grok_epoch') or '-'} |")
     return "\n".join(lines) + "\n"
 
 
