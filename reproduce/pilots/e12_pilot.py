@@ -166,8 +166,8 @@ def main(argv=None) -> dict:
     (args.root / "e12_pilot.md").write_text(markdown(runs, verdict))
     precisions = sorted({r["config"].get("precision") or "32-true" for r in records})
     caption = (f"pilots (profile medium): canonical 4L x 8H d128, lambdas {sorted({r['wd'] for r in runs})}, seeds "
-               f"{sorted({r['seed'] for r in runs})}, horizons {sorted({r['horizon'] for r in runs})} epochs (runs at "
-               f"lambda >= 0.1 stop 20 epochs after grokking), precision {precisions}; paper's A: 10 seeds per lambda")
+               f"{sorted({r['seed'] for r in runs})}, horizons {sorted({r['horizon'] for r in runs})} epochs, precision "
+               f"{precisions}; paper's A: 10 seeds per lambda")
     figure(records, caption).savefig(args.root / "e12_pilot.png", dpi=120)
     print((args.root / "e12_pilot.md").read_text())
     return summary
