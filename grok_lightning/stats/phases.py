@@ -27,7 +27,9 @@ PHASE1_WINDOW = (100, 500)
 PHASE2_WINDOW = (1000, 3000)
 
 
-def _column(history: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
+def history_curve(history: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, values of key)`` of a record's history as float arrays; NaN where a value is
+    missing, all NaN when the history has no such column."""
     epochs = np.asarray(history["epoch"], dtype=float)
     values = np.asarray([np.nan if v is None else v for v in history.get(key, [None] * len(epochs))], dtype=float)
     return epochs, values
@@ -39,7 +41,7 @@ def peak_entropy_std(history: dict, after_epoch: int = 100) -> tuple[float, int 
     >>> peak_entropy_std({"epoch": [0, 50, 150, 200], "entropy_std": [0.5, 0.4, 0.09, 0.12]})
     (0.12, 200)
     """
-    epochs, values = _column(history, "entropy_std")
+    epochs, values = history_curve(history, "entropy_std")
     mask = (epochs > after_epoch) & np.isfinite(values)
     if not mask.any():
         return math.nan, None
@@ -75,8 +77,8 @@ def phase_summary(history: dict, grok_epoch: int | None, memorised_threshold: fl
     >>> s.s_bar_start, s.memorised_epoch, s.s_bar_memorised, s.s_bar_min_before_grok, s.s_bar_peak
     (0.95, 20, 0.88, 0.85, 0.99)
     """
-    epochs, s_bar = _column(history, "mean_similarity")
-    _, train_acc = _column(history, "train_acc")
+    epochs, s_bar = history_curve(history, "mean_similarity")
+    _, train_acc = history_curve(history, "train_acc")
     finite = np.isfinite(s_bar)
     start = float(s_bar[0]) if len(s_bar) and finite[0] else math.nan
     nan = math.nan

@@ -28,6 +28,7 @@ import numpy as np
 
 from grok_lightning.plots.common import plt
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
+from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.validity import peak_check
 from reproduce.common import cli
 
@@ -40,7 +41,7 @@ SPIKE_LOSS = 1.0
 
 
 def _column(history: dict, key: str) -> np.ndarray:
-    return np.asarray([np.nan if v is None else v for v in history.get(key, [])], dtype=float)
+    return history_curve(history, key)[1]
 
 
 def peak_before_grokking(history: dict, grok_epoch: int | None, key: str = "entropy_std") -> dict | None:

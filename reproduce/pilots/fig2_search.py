@@ -34,6 +34,7 @@ from grok_lightning.metrics.readings import READINGS
 from grok_lightning.plots.trajectory import figure_trajectories
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.oscillation import sawtooth_summary
+from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.trajectory import FIG2_CURVES, FIG2_GOALS, median_curve, trajectory_distances
 from reproduce.common import cli
 
@@ -193,7 +194,6 @@ def low_lambda_markdown(arms: dict[str, list[dict]]) -> str:
              "with s_bar down to 0.75.", "",
              "| arm | seed | run's horizon | peak sigma_H (epoch) | pooled peak | min s_bar (epoch) | first loss spike "
              f"| test acc at {horizon} | t_grok |", "|---|---|---|---|---|---|---|---|---|"]
-    column = lambda h, key, n: np.asarray([np.nan if v is None else v for v in h.get(key, [np.nan] * n)], float)
     for name, records in arms.items():
         for r in records:
             h = r["history"]
@@ -201,13 +201,13 @@ def low_lambda_markdown(arms: dict[str, list[dict]]) -> str:
             inside = (epochs > 100) & (epochs <= horizon)
             cell = {}
             for key, how in (("entropy_std", np.nanargmax), (POOLED_SIGMA, np.nanargmax), ("mean_similarity", np.nanargmin)):
-                values = column(h, key, len(epochs))
+                values = history_curve(h, key)[1]
                 i = int(how(np.where(inside, values, np.nan))) if np.isfinite(values[inside]).any() else None
                 cell[key] = "-" if i is None else f"{values[i]:.3f} ({int(epochs[i])})"
-            memorised = np.flatnonzero(column(h, "train_acc", len(epochs)) >= 0.99)
-            spikes = epochs[(epochs <= horizon) & (column(h, "train_loss", len(epochs)) > 1)
+            memorised = np.flatnonzero(history_curve(h, "train_acc")[1] >= 0.99)
+            spikes = epochs[(epochs <= horizon) & (history_curve(h, "train_loss")[1] > 1)
                             & (np.arange(len(epochs)) > (memorised[0] if len(memorised) else len(epochs)))]
-            at_horizon = column(h, "test_acc", len(epochs))[np.flatnonzero(epochs <= horizon)[-1]]
+            at_horizon = history_curve(h, "test_acc")[1][np.flatnonzero(epochs <= horizon)[-1]]
             lines.append(f"| {name} | {r['config']['seed']} | {int(epochs[-1])} | {cell['entropy_std']} | "
                          f"{cell[POOLED_SIGMA].split(' ')[0]} | {cell['mean_similarity']} | "
                          f"{int(spikes[0]) if len(spikes) else '-'} | {_fmt(at_horizon)} | {r.get('grok_epoch') or '-'} |")
