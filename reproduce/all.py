@@ -31,7 +31,7 @@ MEDIUM_TARGETS = ["fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fi
 MEDIUM_LEFT_OUT = {
     "canonical": "the single canonical run is part of Fig. 2's medium runs",
     "fig1": "the regime map needs the 19M and 85M models (E5): GPU-sized",
-    "predict": "~15 seeds per lambda inside the transition: ~4 CPU-hours more at the 1,000-epoch horizon",
+    "predict": "~15 seeds per lambda inside the transition of the canonical model at 5,000 epochs: > 10 CPU-hours more",
     "fig10": "LSTM (7.7M parameters) and Mamba (pure-PyTorch scan) at 500 epochs x 5 lambdas x 3 seeds: > 3 CPU-hours",
     "rllc": "SGLD on the three medium checkpoints of one run: too few points for a correlation",
     "fig9": "4 operations x 5 lambdas x 3 seeds at <= 500 epochs of the smoke-sized model: ~165 CPU-minutes more, "

@@ -158,7 +158,8 @@ def describe(record: dict) -> str:
     shape = f"{m.get('n_layers')}L x {m.get('n_heads')}H, d {m.get('d_model')}, d_ff {m.get('d_ff')}"
     return (f"p={d.get('p')} {d.get('operation')} frac={d.get('train_fraction')} batch={d.get('batch_size')}; "
             f"{m.get('arch')} {shape}, init {m.get('init')}; AdamW lr {m.get('lr')} betas {tuple(m.get('betas', ()))} "
-            f"wd on {m.get('weight_decay_scope')}; eval every {m.get('eval_every')} (dense to {m.get('eval_dense_until')})")
+            f"wd on {m.get('weight_decay_scope')}; eval every {m.get('eval_every')} (dense to {m.get('eval_dense_until')}); "
+            f"precision {c.get('precision', '32-true')}")
 
 
 def model_shape(record: dict) -> str:

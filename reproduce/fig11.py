@@ -270,8 +270,10 @@ def main(argv=None) -> Path:
     if fits.get("profile") != args.profile:
         from reproduce import fig5
 
-        fits = fig5.analyse(wd_runs, args.profile, root / "fig5")
-    empirical = {"wd_c": fits["main"]["wd_c"], "wd_c_ci": fits["main"]["wd_c_ci"]}
+        fits = fig5.analyse(wd_runs, args.profile, root / "fig5", planned_wd=fig5.planned_wd(args.profile))
+    # a lambda_c sweep still without its transition bins has no empirical lambda_c to compare with
+    measured = not fits.get("unrun_transition_bins")
+    empirical = {"wd_c": fits["main"]["wd_c"] if measured else None, "wd_c_ci": fits["main"]["wd_c_ci"] if measured else None}
     summary = analyse(records, empirical, t_max, args.profile, out, wd_runs)
     print(f"fig11: kappa dense {summary['kappa']}, paper's estimator {summary['kappa_paper_estimator']}; "
           f"{out / 'fig11_relaxation.png'}")

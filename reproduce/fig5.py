@@ -26,6 +26,7 @@ from reproduce.common import (
     median_ci,
     model_shape,
     parse_args,
+    sweep_path,
     sweep_records,
     sweep_summary,
     write_outputs,
@@ -43,11 +44,13 @@ PAPER_BINS = {b["wd"]: (b["p_grok"], b["n"]) for b in json.loads(
     (REPO / "reference" / "a5_wdc_fit.json").read_text())["wd_c_fit"]["bins"]}
 TRANSITION = (0.01, 0.02, 0.03)
 #: the paper's published grok epochs at lambda = 0.1 (a5_wdc_fit.json nu sample, 9 runs): the
-#: horizon check (a 1,000-epoch horizon sits inside this range, so it cannot give lambda_c ~ 0.016)
+#: horizon check (a horizon inside this range cannot give lambda_c ~ 0.016 on the paper's model)
 HORIZON_CHECK_WD = 0.1
 PAPER_T_GROK_01 = sorted(s["grok_epoch"] for s in json.loads(
     (REPO / "reference" / "a5_wdc_fit.json").read_text())["nu_fit"]["sample"] if s["wd"] == HORIZON_CHECK_WD)
 
+#: a horizon at which lambda = 0.1 sits inside the transition (the small model's first sweep used it)
+SHORT_HORIZON = 1000
 #: the paper's canonical sweep: lambda_c and nu are properties of a model at a horizon
 PAPER_SHAPE, PAPER_HORIZON = "4L x 8H d128", 5000
 
@@ -63,12 +66,20 @@ def invalid_reason(records: list[dict], horizon: int) -> str | None:
             "lambda_c moves with both by construction")
 
 
-def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 1500) -> dict:
-    """Fits, figure and report rows from the sweep's records (no training here)."""
+def unrun_transition(planned_wd, wd: np.ndarray) -> list[float]:
+    """The paper's transition bins the sweep plans but has no counted run in yet: a lambda_c
+    fitted without them is not a measurement of lambda_c (every other bin groks)."""
+    return sorted({w for w in TRANSITION for p in planned_wd if np.isclose(p, w) and not np.isclose(wd, w).any()})
+
+
+def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 1500, planned_wd=()) -> dict:
+    """Fits, figure and report rows from the sweep's records (no training here); ``planned_wd``:
+    the lambda of every run the sweep plans (an unfinished sweep names what it still lacks)."""
     out.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # unfinished runs are reported in the summary
         wd, grokked, t_grok = records_to_arrays(records)
+    unrun = unrun_transition(planned_wd, wd)
     paper_fit = fit_critical_weight_decay(wd, grokked, method="paper", n_bootstrap=n_bootstrap)
     glm_fit = fit_critical_weight_decay(wd, grokked, method="glm")
     # Few seeds per lambda often give (quasi-)separated outcomes: no failure above a grokked run.
@@ -87,9 +98,11 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
             nu_error = str(err)
     info = sweep_summary(records)
     details = (f"{info['text']}\n{describe(records[0])}")
+    invalid = invalid_reason(records, info["horizon"])
     differs = None if profile == "paper" else (
-        f"smaller model and horizon (lambda_c scales with 1/horizon: compare it with the AdamW bound for this horizon, "
-        f"Fig. 11), {info['seeds_per_wd']} seeds per lambda (paper 10-30)")
+        ("" if invalid is None else "smaller model or horizon (lambda_c scales with 1/horizon: compare it with the "
+                                    "AdamW bound for this horizon, Fig. 11), ")
+        + f"{info['seeds_per_wd']} seeds per lambda (paper 10-30)")
     if smoothed is not None:
         details += f"\nseparable outcomes: the paper-method curve shown uses Laplace smoothing {LAPLACE} (status unsmoothed: {paper_fit.status})"
     fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"))
@@ -97,35 +110,43 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     n_fit = paper_fit.n_fit
     note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), "
                                            f"{model_shape(records[0])} model")
-    invalid = invalid_reason(records, info["horizon"])
+    # Until the transition bins have runs, the fits are shown in the figure but not reported.
+    shown = (lambda x: None) if unrun else (lambda x: x)
+    if unrun:
+        note = (f"not run here yet: no finished run at lambda {', '.join(f'{w:g}' for w in unrun)}; "
+                f"{note}").strip("; ")
     rows = [
         row(PAPER, "lambda_c, least-squares logistic + bootstrap (paper method)", PAPER_VALUES["wd_c"],
-            _finite(paper_fit.wd_c), profile, n_fit, PAPER_VALUES["wd_c_ci"], _ci(paper_fit.wd_c_ci),
+            shown(_finite(paper_fit.wd_c)), profile, n_fit, PAPER_VALUES["wd_c_ci"], _ci(paper_fit.wd_c_ci),
             note=f"{note}; status {paper_fit.status}".strip("; "), invalid=invalid),
-        row(PAPER, "lambda_c, binomial GLM (our addition)", PAPER_VALUES["wd_c"], _finite(glm_fit.wd_c), profile,
+        row(PAPER, "lambda_c, binomial GLM (our addition)", PAPER_VALUES["wd_c"], shown(_finite(glm_fit.wd_c)), profile,
             glm_fit.n_fit, PAPER_VALUES["wd_c_ci"], _ci(glm_fit.wd_c_ci), note=f"status {glm_fit.status}", invalid=invalid),
         *([] if smoothed is None else [row(
             PAPER, f"lambda_c, paper method with Laplace smoothing {LAPLACE} (outcomes separable)", PAPER_VALUES["wd_c"],
-            _finite(smoothed.wd_c), profile, smoothed.n_fit, PAPER_VALUES["wd_c_ci"], _ci(smoothed.wd_c_ci),
+            shown(_finite(smoothed.wd_c)), profile, smoothed.n_fit, PAPER_VALUES["wd_c_ci"], _ci(smoothed.wd_c_ci),
             note=f"status {smoothed.status}; used for nu and Fig. 11", invalid=invalid)]),
         row(PAPER, "nu of t_grok ~ (lambda - lambda_c)^-nu", PAPER_VALUES["nu"],
-            None if nu_fit is None else nu_fit.nu, profile, 0 if nu_fit is None else nu_fit.n_points,
+            None if nu_fit is None else shown(nu_fit.nu), profile, 0 if nu_fit is None else nu_fit.n_points,
             PAPER_VALUES["nu_ci"], None if nu_fit is None else _ci(nu_fit.nu_ci), note=nu_error or note, invalid=invalid),
     ]
-    rows += bin_rows(paper_fit.bins, wd, t_grok, profile, invalid)
+    rows += bin_rows(paper_fit.bins, wd, t_grok, profile, invalid, unrun)
     fits = {"profile": profile, "horizon": info["horizon"], "paper": paper_fit.to_dict(), "glm": glm_fit.to_dict(),
             "paper_smoothed": None if smoothed is None else smoothed.to_dict(), "main": main_fit.to_dict(),
-            "nu": None if nu_fit is None else nu_fit.to_dict(), "nu_error": nu_error, "wd_c_used": _finite(wd_c),
-            "lr": records[0]["config"]["model"]["lr"], "sweep": info}
+            "nu": None if nu_fit is None else nu_fit.to_dict(), "nu_error": nu_error, "wd_c_used": shown(_finite(wd_c)),
+            "unrun_transition_bins": unrun, "lr": records[0]["config"]["model"]["lr"], "sweep": info}
     write_outputs(out, fits, rows)
     (out / "fits.json").write_text((out / "summary.json").read_text())
     return fits
 
 
-def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str, invalid: str | None) -> list[dict]:
-    """Our grok fraction (Wilson 95% CI) in each of the paper's transition bins that we ran, and
-    the median grok epoch at lambda = 0.1 against the paper's published ones there."""
-    rows = []
+def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str, invalid: str | None,
+             unrun: list[float] = ()) -> list[dict]:
+    """Our grok fraction (Wilson 95% CI) in each of the paper's transition bins that we ran (and a
+    ``not run here`` row for each planned one without runs yet), and the median grok epoch at
+    lambda = 0.1 against the paper's published ones there."""
+    rows = [row(PAPER, f"grok fraction at lambda = {w:g} (Wilson 95% CI)", round(PAPER_BINS[w][0], 4), None, profile, 0,
+                note=f"planned, no finished run yet; paper {round(PAPER_BINS[w][0] * PAPER_BINS[w][1])}/{PAPER_BINS[w][1]}")
+            for w in unrun]
     for b in bins:
         if not any(np.isclose(b["wd"], w) for w in TRANSITION):
             continue
@@ -139,9 +160,12 @@ def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str,
         rows.append(row(PAPER, f"median grok epoch at lambda = {HORIZON_CHECK_WD:g}",
                         float(np.median(PAPER_T_GROK_01)), _finite(median), profile, int(at.sum()),
                         paper_ci=[PAPER_T_GROK_01[0], PAPER_T_GROK_01[-1]], ours_ci=ci,
-                        note=f"{int(at.sum())}/{int(np.isclose(wd, HORIZON_CHECK_WD).sum())} grokked; paper's range is its "
-                             f"published sample of {len(PAPER_T_GROK_01)} runs, not a CI; a horizon below it puts "
-                             "lambda_c above 0.1", invalid=invalid))
+                        note=f"{int(at.sum())}/{int(np.isclose(wd, HORIZON_CHECK_WD).sum())} grokked, at epochs "
+                             f"{', '.join(str(int(t)) for t in sorted(t_grok[at]))}; by epoch {SHORT_HORIZON:,}: ours "
+                             f"{int((t_grok[at] <= SHORT_HORIZON).sum())}/{int(at.sum())}, the paper's "
+                             f"{sum(t <= SHORT_HORIZON for t in PAPER_T_GROK_01)}/{len(PAPER_T_GROK_01)}; the paper's range "
+                             f"is its published sample of {len(PAPER_T_GROK_01)} runs, not a CI; a horizon below it "
+                             "puts lambda_c above 0.1", invalid=invalid))
     return rows
 
 
@@ -153,11 +177,19 @@ def _ci(ci):
     return [float(v) for v in ci] if ci is not None and np.all(np.isfinite(ci)) else None
 
 
+def planned_wd(profile: str) -> list[float]:
+    """The lambda of every run the profile's canonical sweep plans."""
+    from grok_lightning.sweep.grid import load_sweep
+
+    return [float(spec.config["model"]["init_args"]["weight_decay"])
+            for spec in load_sweep(sweep_path("canonical_wd.yaml"), profile=profile).expand()]
+
+
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig5"
     records = sweep_records("canonical_wd.yaml", args.profile, out, args.launch)[0]
-    fits = analyse(records, args.profile, out)
+    fits = analyse(records, args.profile, out, planned_wd=planned_wd(args.profile))
     print(f"fig5: lambda_c = {fits['paper']['wd_c']} {fits['paper']['wd_c_ci']} (paper method), "
           f"{fits['glm']['wd_c']} (glm); {out / 'fig5_critical.png'}")
     return out

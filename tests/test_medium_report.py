@@ -107,3 +107,13 @@ def test_lockin_reports_the_parts_that_have_records(tmp_path):
     text = report.read_text()
     assert "| lockin | partial: " in text and "lockin_relu.yaml (medium): 30 of 30 runs missing" in text
     assert not list((tmp_path / "lockin").glob("lockin_relu/**/record.json"))  # nothing trained
+
+
+def test_the_readme_results_table_is_the_shipped_reports(tmp_path):
+    """The README's headline table is the one `reproduce.readme_results` builds from the shipped
+    rows: a record change that moves a verdict must reach the README too."""
+    from reproduce import readme_results
+
+    readme = (REPO / "README.md").read_text()
+    block = readme.split(readme_results.BEGIN, 1)[1].split(readme_results.END, 1)[0]
+    assert block.strip() == readme_results.table(MEDIUM, tmp_path).strip()

@@ -15,6 +15,7 @@ import pytest
 from grok_lightning.records import new_record
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, regime_counts
 from reproduce import fig1, fig5, fig9, fig11
+from reproduce.report import verdict
 
 MODEL = {"arch": "transformer", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "lr": 1e-3,
          "betas": [0.9, 0.999], "init": "pytorch", "weight_decay_scope": "all", "eval_every": 10, "eval_dense_until": 10}
@@ -114,6 +115,24 @@ def test_fig5_transition_bins_and_the_lambda_01_grok_epochs_get_rows(tmp_path):
     assert t_grok["ours"] == 1000 and t_grok["paper_ci"] == [860, 1130] and t_grok["paper_value"] == 1090
     # the smoke-sized model at 250 epochs cannot test the paper's numbers
     assert all(r["invalid"] for r in rows.values())
+
+
+def test_fig5_without_its_transition_bins_reports_no_lambda_c(tmp_path):
+    """An unfinished sweep (only the cheap, always-grokking bins done) fits no lambda_c: the
+    rows say 'not run here' and name the planned bins still without runs."""
+    records = [make_record(0.1, seed, grok_epoch=900 + 50 * seed) for seed in range(5)]
+    records += [make_record(1.0, seed, grok_epoch=130) for seed in range(3)]
+    planned = [0.1] * 5 + [1.0] * 3 + [0.03] * 3 + [0.02] * 3 + [0.01] * 3
+    fits = fig5.analyse(records, "medium", tmp_path, n_bootstrap=100, planned_wd=planned)
+    assert fits["unrun_transition_bins"] == [0.01, 0.02, 0.03] and fits["wd_c_used"] is None
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    fit_row = rows["lambda_c, least-squares logistic + bootstrap (paper method)"]
+    assert fit_row["ours"] is None and "lambda 0.01, 0.02, 0.03" in fit_row["note"]
+    assert verdict(rows["grok fraction at lambda = 0.02 (Wilson 95% CI)"]) == "not run here"
+    assert rows["median grok epoch at lambda = 0.1"]["ours"] == 1000  # what did run is still reported
+    records += [make_record(w, seed, grok_epoch=3000 if w > 0.01 else None) for w in (0.01, 0.02, 0.03) for seed in range(3)]
+    fits = fig5.analyse(records, "medium", tmp_path, n_bootstrap=100, planned_wd=planned)
+    assert fits["unrun_transition_bins"] == [] and fits["wd_c_used"] is not None
 
 
 def test_fig1_analyse_places_sizes_and_collapse(tmp_path):

@@ -52,7 +52,7 @@ SMOKE_SCOPE = {
     "fig4": ("the amplitude fit and null on 6 runs",
              "the slope's sign and size (medium: H 4/8/16 + null, 4 seeds, 600 epochs)"),
     "fig5": ("the grok-probability sigmoid and its fits at a short horizon",
-             "lambda_c at a 1,000-epoch horizon against the AdamW bound (medium)"),
+             "lambda_c of the canonical model at the paper's 5,000-epoch horizon (medium)"),
     "fig6": ("PR_norm at the smoke checkpoints", "Table 3's rows at epochs 100/500/1,000 (medium)"),
     "fig7": ("the ESD alpha pipeline", "alpha at epochs 100/500/1,000 (medium)"),
     "fig8": ("A, B and C on 2 paired seeds (no test can pass)",
