@@ -113,6 +113,7 @@ def test_fig5_transition_bins_and_the_lambda_01_grok_epochs_get_rows(tmp_path):
     assert "grok fraction at lambda = 0.03 (Wilson 95% CI)" not in rows  # not run: no row
     t_grok = rows["median grok epoch at lambda = 0.1"]
     assert t_grok["ours"] == 1000 and t_grok["paper_ci"] == [860, 1130] and t_grok["paper_value"] == 1090
+    assert "by epoch 1,000: ours 3/5, the paper's 2/9" in t_grok["note"] and "Mann-Whitney U" in t_grok["note"]
     # the smoke-sized model at 250 epochs cannot test the paper's numbers
     assert all(r["invalid"] for r in rows.values())
 
