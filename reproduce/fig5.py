@@ -47,8 +47,9 @@ TRANSITION = (0.01, 0.02, 0.03)
 #: the paper's published grok epochs at lambda = 0.1 (a5_wdc_fit.json nu sample, 9 runs): the
 #: horizon check (a horizon inside this range cannot give lambda_c ~ 0.016 on the paper's model)
 HORIZON_CHECK_WD = 0.1
-PAPER_T_GROK_01 = sorted(s["grok_epoch"] for s in json.loads(
-    (REPO / "reference" / "a5_wdc_fit.json").read_text())["nu_fit"]["sample"] if s["wd"] == HORIZON_CHECK_WD)
+PAPER_NU_SAMPLE = [(s["wd"], s["grok_epoch"]) for s in json.loads(
+    (REPO / "reference" / "a5_wdc_fit.json").read_text())["nu_fit"]["sample"]]
+PAPER_T_GROK_01 = sorted(t for w, t in PAPER_NU_SAMPLE if w == HORIZON_CHECK_WD)
 
 #: a horizon at which lambda = 0.1 sits inside the transition (the small model's first sweep used it)
 SHORT_HORIZON = 1000
@@ -106,7 +107,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
         + f"{info['seeds_per_wd']} seeds per lambda (paper 10-30)")
     if smoothed is not None:
         details += f"\nseparable outcomes: the paper-method curve shown uses Laplace smoothing {LAPLACE} (status unsmoothed: {paper_fit.status})"
-    fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"))
+    fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"),
+                          paper_sample=PAPER_NU_SAMPLE)
     fig.savefig(out / "fig5_critical.png", dpi=130)
     n_fit = paper_fit.n_fit
     note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), "

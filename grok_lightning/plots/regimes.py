@@ -33,9 +33,11 @@ def _wd_grid(wd: np.ndarray) -> np.ndarray:
 
 
 def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.ndarray, t_grok: np.ndarray,
-                    nu_fit: PowerLawFit | None, paper_values: dict, caption_text: str):
+                    nu_fit: PowerLawFit | None, paper_values: dict, caption_text: str,
+                    paper_sample: list[tuple[float, float]] = ()):
     """Fig. 5: (A) P(grok) vs lambda with Wilson bars, both logistic fits and lambda_c with its CI;
-    (B) t_grok vs lambda - lambda_c (log-log) with the power law and the 1/2, 0.63 references.
+    (B) t_grok vs lambda - lambda_c (log-log) with the power law and the 1/2, 0.63 references, or,
+    without a power law, t_grok vs lambda beside the paper's published ``(lambda, t_grok)`` sample.
 
     ``paper_values``: ``{"wd_c": .., "wd_c_ci": [..], "nu": .., "nu_ci": [..]}`` drawn dotted.
     """
@@ -72,8 +74,16 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     ax_a.legend(fontsize=6.5, loc="lower right")  # P(grok) rises with lambda: the lower right stays empty
 
     if nu_fit is None:
-        ax_b.text(0.5, 0.5, "power law not fitted\n(needs >= 3 grokked runs at >= 2 lambdas above lambda_c)",
-                  ha="center", va="center", transform=ax_b.transAxes, fontsize=8)
+        grokked = np.isfinite(t_grok)
+        if grokked.any():
+            ax_b.loglog(wd_grok[grokked], t_grok[grokked], "o", color="tab:green", alpha=0.7,
+                        label=f"ours: grokked runs (n = {int(grokked.sum())})")
+        if len(paper_sample):
+            wd_p, t_p = np.asarray(paper_sample, dtype=float).T
+            ax_b.loglog(wd_p, t_p, "x", color="black", label=f"paper's published sample (n = {len(t_p)})")
+        ax_b.set_xlabel(r"weight decay $\lambda$ (log)")
+        ax_b.set_title("(B) time to grok vs $\\lambda$ (power law not fitted: it needs $\\lambda_c$ and\n"
+                       ">= 3 grokked runs at >= 2 lambdas above it)", fontsize=9)
     else:
         keep = np.isfinite(t_grok) & (wd_grok > nu_fit.wd_c)
         x = wd_grok[keep] - nu_fit.wd_c
@@ -89,9 +99,10 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
         ax_b.plot([], [], **PAPER_STYLE, label=f"paper $\\nu$ = {paper_values['nu']} "
                   f"[{paper_values['nu_ci'][0]}, {paper_values['nu_ci'][1]}]")
         ax_b.set_xlabel(rf"$\lambda - \lambda_c$ (log; $\lambda_c$ = {nu_fit.wd_c:.3g})")
+        ax_b.set_title(r"(B) time to grok vs distance from $\lambda_c$", fontsize=9)
     ax_b.set_ylabel(r"$t_{grok}$ (epochs, log)")
-    ax_b.set_title(r"(B) time to grok vs distance from $\lambda_c$", fontsize=9)
-    ax_b.legend(fontsize=6.5)
+    if ax_b.get_legend_handles_labels()[0]:
+        ax_b.legend(fontsize=6.5)
     return _finish(fig, "Fig. 5: critical weight decay and the time-to-grok power law", caption_text)
 
 
