@@ -66,6 +66,14 @@ SMOKE_SCOPE = {
 }
 
 
+def finish(fig, title: str, caption_text: str, bottom: float = 0.05, top: float = 0.97, caption_size: float = 7):
+    """Title, the caption along the bottom edge, and a layout that leaves both room."""
+    fig.suptitle(title, fontsize=11)
+    fig.text(0.01, 0.005, caption_text, fontsize=caption_size, va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, bottom, 1, top))
+    return fig
+
+
 def caption(profile: str, details: str, differs: str | None = None, figure: str | None = None) -> str:
     """``profile | details``, what differs from the paper, and (smoke) what the figure can show."""
     text = f"profile: {profile} | {details}"

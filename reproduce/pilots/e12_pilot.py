@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import plt
+from grok_lightning.plots.common import finish, plt
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.validity import peak_check
@@ -146,10 +146,7 @@ def figure(records: list[dict], caption: str):
     axes[0].legend(fontsize=7, loc="upper left")
     axes[1].legend(fontsize=7, loc="lower right", handles=axes[1].get_lines()[-1:])
     axes[-1].set_xlabel("epoch (dotted: grokking)")
-    fig.suptitle("E12 control group A in the paper's regime: is there a peak to intervene at?", fontsize=11)
-    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    return fig
+    return finish(fig, "E12 control group A in the paper's regime: is there a peak to intervene at?", caption)
 
 
 def main(argv=None) -> dict:

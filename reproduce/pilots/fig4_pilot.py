@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import plt
+from grok_lightning.plots.common import finish, plt
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.validity import peak_check
@@ -96,10 +96,7 @@ def figure(records: list[dict], caption: str):
     axes[1].set_ylabel(r"$\bar s$", fontsize=9)
     axes[1].set_xlabel("epoch (grey: the peak statistic starts after epoch 100)")
     axes[0].legend(fontsize=7, loc="upper right")
-    fig.suptitle("Fig. 4 pilot at the paper's width: sigma_H by head count", fontsize=11)
-    fig.text(0.01, 0.005, caption, fontsize=7, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    return fig
+    return finish(fig, "Fig. 4 pilot at the paper's width: sigma_H by head count", caption)
 
 
 def main(argv=None) -> dict:
