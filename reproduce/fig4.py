@@ -11,16 +11,19 @@ of H alone, so it applies to the layer mean).
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from grok_lightning.plots.common import caption
-from grok_lightning.plots.interventions import figure_head_width
+from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
+from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
-from reproduce.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import cli, describe, parse_args, sweep_path, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 4"
@@ -28,38 +31,106 @@ PAPER = "2605.20441 Fig. 4"
 PAPER_VALUES = {"dh": [2, 4, 8, 16, 32], "peak": [0.055, 0.062, 0.086, 0.113, 0.099], "null": 0.087,
                 "null_sd": 0.025, "true": 0.112, "perm_p": 0.0094, "d": 1.107}
 TRUE_DH = 16  # the real-task arm of the paper's null comparison is the canonical d/H = 16
+AFTER = 100  # the paper's amplitude statistic skips the first 100 epochs (reference a3 note)
 CHECK_WORDS = {"flat": "peak sigma_H (epochs > 100) does not stand out of its trajectory",
                "edge": "the peak is the first or the last evaluation after epoch 100 (start-up transient or end of run)"}
 PAPER_SHAPE = {"d_model": 128, "n_layers": 4}
+#: Phase 2 (the peak the statistic is after) lies in epochs 1,000-3,000 at lambda 1 (docs/fig2_search.md)
+PHASE2_END = 3000
+
+
+def peak_checks(records: list[dict]) -> str:
+    """What the trajectories' maxima are: how many stand out of their run (stats.validity), how
+    many sit on the edge of the scored range; empty when every one is a peak."""
+    checks = []
+    for r in records:
+        check = peak_check(*history_curve(r["history"], "entropy_std"), lo=AFTER)
+        checks.append({"flat": not check.stands_out, "edge": check.on_edge})
+    return summarise_checks(checks, CHECK_WORDS)
 
 
 def invalid_reason(records: list[dict]) -> str | None:
-    """Why these runs cannot measure the head-width effect: the peaks they are scored by are not
-    peaks (grok_lightning.stats.validity), or the model is not the paper's width and depth, which
-    sets the amplitude (the paper's own a7: d = 2.19 between high and low d_model)."""
-    checks = []
-    for r in records:
-        h = r["history"]
-        check = peak_check(h["epoch"], h.get("entropy_std", []), lo=100)
-        checks.append({"flat": not check.stands_out, "edge": check.on_edge})
-    reasons = [summarise_checks(checks, CHECK_WORDS)]
+    """Why these runs cannot measure the head-width effect: the model is not the paper's width
+    and depth, which sets the amplitude (the paper's own a7: d = 2.19 between high and low d_model),
+    or the runs end before Phase 2 has passed; then also whether the scored maxima are peaks.
+
+    On the paper's model over the paper's window the statistic is the paper's, so a maximum that
+    does not stand out is a finding (the note says so), not a flaw of the design."""
+    reasons = []
     shapes = {(r["config"]["model"]["d_model"], r["config"]["model"]["n_layers"]) for r in records}
     if shapes != {(PAPER_SHAPE["d_model"], PAPER_SHAPE["n_layers"])}:
         reasons.append(f"model d_model x layers {sorted(shapes)} (paper 128 x 4; the amplitude depends on d_model, "
                        "the paper's own d = 2.19)")
-    return "; ".join(r for r in reasons if r) or None
+    horizon = max(r["config"]["max_epochs"] for r in records)
+    if horizon < PHASE2_END:
+        reasons.append(f"{horizon}-epoch runs end before Phase 2 has passed (epochs 1,000-{PHASE2_END:,} at lambda 1)")
+    if not reasons:
+        return None
+    return "; ".join(r for r in [peak_checks(records), *reasons] if r)
 
 
-def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 10000) -> dict:
+def planned_bins(profile: str) -> list[tuple[int, bool]]:
+    """``(d/H, random labels)`` of every run the profile's head_width sweep plans."""
+    from grok_lightning.sweep.grid import load_sweep
+
+    bins = []
+    for spec in load_sweep(sweep_path("head_width.yaml"), profile=profile).expand():
+        model, data = spec.config["model"]["init_args"], spec.config["data"]["init_args"]
+        bins.append((int(model["d_model"]) // int(model["n_heads"]), bool(data.get("random_labels", False))))
+    return bins
+
+
+def run_table(records: list[dict]) -> list[dict]:
+    """Per run: H, d/H, labels, seed, precision, t_grok, the peak check of its sigma_H over
+    epochs > 100 and the mean sigma_H over its last 500 epochs."""
+    runs = []
+    for r in sorted(records, key=lambda r: (bool(r["config"]["data"].get("random_labels")),
+                                             r["config"]["model"]["n_heads"], r["config"]["seed"])):
+        m = r["config"]["model"]
+        epochs, sigma = history_curve(r["history"], "entropy_std")
+        late = (epochs > np.nanmax(epochs) - 500) & np.isfinite(sigma)
+        runs.append({"n_heads": m["n_heads"], "d_head": m["d_model"] // m["n_heads"], "seed": r["config"]["seed"],
+                     "random_labels": bool(r["config"]["data"].get("random_labels")),
+                     "precision": r["config"].get("precision") or "32-true", "horizon": int(np.nanmax(epochs)),
+                     "grok_epoch": r.get("grok_epoch"), "peak": peak_check(epochs, sigma, lo=AFTER).to_dict(),
+                     "late_mean": float(np.mean(sigma[late])) if late.any() else None})
+    return runs
+
+
+def run_markdown(runs: list[dict]) -> str:
+    """The per-run table as markdown: is each run's scored maximum a peak?"""
+    f = (lambda v: "-" if v is None or not np.isfinite(v) else f"{v:.3f}")
+    paper = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"]))
+    lines = ["# Fig. 4 runs: is the scored maximum a peak?", "",
+             f"Peak = maximum of sigma_H over epochs > {AFTER} (the paper's statistic); it stands out when it passes "
+             "stats/validity.py PEAK_RULE, and is on the edge when it is the first or last evaluation of that range.",
+             "", "| H | d/H | labels | seed | precision | epochs | t_grok | peak sigma_H (epoch) | stands out / edge "
+                 f"| median after {AFTER} | mean, last 500 epochs | paper's bin mean |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        p = r["peak"]
+        lines.append(f"| {r['n_heads']} | {r['d_head']} | {'random' if r['random_labels'] else 'real'} | {r['seed']} | "
+                     f"{r['precision']} | {r['horizon']} | {r['grok_epoch'] or '-'} | {f(p['peak'])} ({p['peak_epoch']}) | "
+                     f"{p['stands_out']} / {p['on_edge']} | {f(p['median'])} | {f(r['late_mean'])} | "
+                     f"{'-' if r['random_labels'] else f(paper.get(r['d_head']))} |")
+    return "\n".join(lines) + "\n"
+
+
+def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 10000, planned=()) -> dict:
+    """Fits, figures and report rows from the sweep's records (no training here); ``planned``:
+    ``(d/H, random labels)`` of every run the sweep plans. While a planned bin has no finished
+    run, the comparisons across bins (null test, AIC) are shown in the figure but reported as
+    ``not run here``, and each bin's row says how many of its planned runs have finished."""
     out.mkdir(parents=True, exist_ok=True)
     done = [r for r in records if r["status"] == "completed"]
-    peaks, dhs, null, unbiased = [], [], [], []
+    peaks, dhs, null, unbiased, keys = [], [], [], [], []
     for r in done:
-        peak, _ = peak_entropy_std(r["history"], after_epoch=100)
+        peak, _ = peak_entropy_std(r["history"], after_epoch=AFTER)
         if not np.isfinite(peak):
             continue
-        m = r["config"]["model"]
-        if r["config"]["data"].get("random_labels"):
+        m, random_labels = r["config"]["model"], bool(r["config"]["data"].get("random_labels"))
+        keys.append((m["d_model"] // m["n_heads"], random_labels))
+        if random_labels:
             null.append(peak)
         else:
             peaks.append(peak)
@@ -73,7 +144,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     true = peak[dh == TRUE_DH]
     perm = permutation_test(true, null, n_permutations=n_permutations).to_dict() if len(true) >= 2 and len(null) >= 2 else None
     d = cohens_d(true, null) if len(true) >= 2 and len(null) >= 2 else None
-    info = sweep_summary(records)
+    info = sweep_summary(done)
+    runs = run_table(done)
     details = (f"{info['text']}\nreal task at d/H = {TRUE_DH}: {np.round(true, 4).tolist()}; null: {np.round(null, 4).tolist()}; "
                f"AIC-best: {fit and fit['best']}\n{describe(done[0])}")
     per_bin = min((int((dh == b).sum()) for b in set(dhs)), default=0)
@@ -84,38 +156,68 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
            if profile == "smoke" else ""))
     fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), unbiased)
     fig.savefig(out / "fig4_head_width.png", dpi=130)
-    note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" \
-        else (differs or "")
+    figure_head_width_curves(done, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), AFTER).savefig(
+        out / "fig4_curves.png", dpi=120)
+    (out / "fig4_runs.md").write_text(run_markdown(runs))
     invalid = invalid_reason(done)
+    peaks_found = "" if invalid else peak_checks(done)
+    note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" \
+        else "; ".join(t for t in (differs, peaks_found and f"trajectories: {peaks_found} (fig4_runs.md)") if t)
+    got = Counter(keys)
+    wanted = Counter(planned)
+    unrun = sorted(k for k in wanted if got[k] == 0)
+    shown = (lambda x: None) if unrun else (lambda x: x)
+    across = note if not unrun else (
+        "not run here yet: no finished run at " + ", ".join(f"d/H {b}{' (null)' if n else ''}" for b, n in unrun)
+        + f"; {note}").strip("; ")
     rows = [
-        row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null), note=note,
-            invalid=invalid),
+        row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null),
+            note=_count_note(got, wanted, (TRUE_DH, True), note), invalid=invalid),
         row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true),
-            note=note, invalid=invalid),
+            ours_ci=_t_ci(true), note=_count_note(got, wanted, (TRUE_DH, False), note), invalid=invalid),
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
-            None if perm is None else perm.get("p"), profile, len(true) + len(null), note=note, invalid=invalid),
-        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], d, profile, len(true) + len(null), note=note, null=0.0,
-            invalid=invalid),
-        row(PAPER, "AIC-preferred d/H model", "saturating_exp", fit["best"] if fit else None, profile, len(dh),
+            None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=across, invalid=invalid),
+        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], shown(d), profile, len(true) + len(null), note=across,
+            null=0.0, invalid=invalid),
+        row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),
             note=f"{'' if fit else 'not fitted (< 3 bins); '}with the unbiased spread: "
-                 f"{fit_unbiased['best'] if fit_unbiased else '-'}; {note}".rstrip("; "), invalid=invalid),
+                 f"{fit_unbiased['best'] if fit_unbiased else '-'}; {across}".rstrip("; "), invalid=invalid),
     ]
-    for b in sorted(set(dhs)):
-        paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(int(b))
+    for b in sorted({int(x) for x in dhs} | {b for b, n in wanted if not n}):
+        paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(b)
         inside = dh == b
-        rows.append(row(PAPER, f"peak sigma_H at d/H = {int(b)} (bin mean; unbiased spread in the note)", paper_value,
-                        _mean(peak[inside]), profile, int(inside.sum()),
-                        note=f"unbiased: {_mean(unbiased[inside]):.4f}; {note}".rstrip("; "), invalid=invalid))
+        rows.append(row(PAPER, f"peak sigma_H at d/H = {b} (bin mean, t 95% CI; unbiased spread in the note)", paper_value,
+                        _mean(peak[inside]), profile, int(inside.sum()), ours_ci=_t_ci(peak[inside]),
+                        note=_count_note(got, wanted, (b, False), f"unbiased: {_fmt(_mean(unbiased[inside]))}; {note}"),
+                        invalid=invalid))
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
-               "null": null.tolist(), "fit": fit, "fit_unbiased": fit_unbiased,
-               "permutation": perm, "cohens_d": d, "sweep": info, "invalid": invalid}
+               "null": null.tolist(), "fit": fit, "fit_unbiased": fit_unbiased, "permutation": perm, "cohens_d": d,
+               "sweep": info, "invalid": invalid, "unrun_bins": [list(k) for k in unrun], "runs": runs}
     write_outputs(out, summary, rows)
     return summary
+
+
+def _count_note(got: Counter, wanted: Counter, key: tuple[int, bool], note: str) -> str:
+    """``k of n planned runs finished`` in front of a bin row's note, when the sweep plans it."""
+    head = f"{got[key]} of {wanted[key]} planned runs finished" if wanted[key] else ""
+    return "; ".join(t for t in (head, note) if t)
+
+
+def _t_ci(x: np.ndarray) -> list[float] | None:
+    """95% t interval of a bin mean (n >= 2; the paper's bin means are read off a figure, without CIs)."""
+    if len(x) < 2:
+        return None
+    half = float(student_t.ppf(0.975, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x)))
+    return [float(np.mean(x)) - half, float(np.mean(x)) + half]
 
 
 def _shape(record: dict) -> str:
     m = record["config"]["model"]
     return f"d {m['d_model']}, {m['n_layers']} layers"
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.4f}"
 
 
 def _mean(x):
@@ -125,7 +227,8 @@ def _mean(x):
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig4"
-    analyse(sweep_records("head_width.yaml", args.profile, out, args.launch)[0], args.profile, out)
+    analyse(sweep_records("head_width.yaml", args.profile, out, args.launch)[0], args.profile, out,
+            planned=planned_bins(args.profile))
     print(f"fig4: {out / 'fig4_head_width.png'}")
     return out
 

@@ -15,7 +15,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+from scipy.stats import fisher_exact, mannwhitneyu
+from statsmodels.stats.proportion import proportion_confint
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
@@ -132,7 +133,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
             None if nu_fit is None else shown(nu_fit.nu), profile, 0 if nu_fit is None else nu_fit.n_points,
             PAPER_VALUES["nu_ci"], None if nu_fit is None else _ci(nu_fit.nu_ci), note=nu_error or note, invalid=invalid),
     ]
-    rows += bin_rows(paper_fit.bins, wd, t_grok, profile, invalid, unrun)
+    rows += bin_rows(paper_fit.bins, wd, t_grok, profile, invalid, unrun, records)
     fits = {"profile": profile, "horizon": info["horizon"], "paper": paper_fit.to_dict(), "glm": glm_fit.to_dict(),
             "paper_smoothed": None if smoothed is None else smoothed.to_dict(), "main": main_fit.to_dict(),
             "nu": None if nu_fit is None else nu_fit.to_dict(), "nu_error": nu_error, "wd_c_used": shown(_finite(wd_c)),
@@ -143,7 +144,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
 
 
 def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str, invalid: str | None,
-             unrun: list[float] = ()) -> list[dict]:
+             unrun: list[float] = (), records: list[dict] = ()) -> list[dict]:
     """Our grok fraction (Wilson 95% CI) in each of the paper's transition bins that we ran (and a
     ``not run here`` row for each planned one without runs yet), and the median grok epoch at
     lambda = 0.1 against the paper's published ones there."""
@@ -154,9 +155,15 @@ def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str,
         if not any(np.isclose(b["wd"], w) for w in TRANSITION):
             continue
         paper_p, paper_n = PAPER_BINS[round(b["wd"], 6)]
+        paper_k = round(paper_p * paper_n)
+        # both fractions are samples (the paper's of 10-30 runs): each gets its Wilson interval, and
+        # Fisher's exact test of the two counts is in the note
+        fisher = fisher_exact([[b["n_grok"], b["n"] - b["n_grok"]], [paper_k, paper_n - paper_k]]).pvalue
         rows.append(row(PAPER, f"grok fraction at lambda = {b['wd']:g} (Wilson 95% CI)", round(paper_p, 4),
-                        b["p_grok"], profile, b["n"], ours_ci=[b["wilson_lo"], b["wilson_hi"]],
-                        note=f"ours {b['n_grok']}/{b['n']}, paper {round(paper_p * paper_n)}/{paper_n}", invalid=invalid))
+                        b["p_grok"], profile, b["n"], paper_ci=[float(v) for v in proportion_confint(
+                            paper_k, paper_n, alpha=0.05, method="wilson")], ours_ci=[b["wilson_lo"], b["wilson_hi"]],
+                        note=f"ours {b['n_grok']}/{b['n']}, paper {paper_k}/{paper_n}; Fisher exact p = {fisher:.2g}"
+                             f"{_not_grokked(records, b['wd'])}", invalid=invalid))
     at = np.isclose(wd, HORIZON_CHECK_WD) & np.isfinite(t_grok)
     if at.any() or np.isclose(wd, HORIZON_CHECK_WD).any():
         median, ci = median_ci(t_grok[at])
@@ -173,6 +180,18 @@ def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str,
                              f"is its published sample of {len(PAPER_T_GROK_01)} runs, not a CI; a horizon below it "
                              f"puts lambda_c above 0.1{same}", invalid=invalid))
     return rows
+
+
+def _not_grokked(records: list[dict], wd: float) -> str:
+    """'; not grokked: seed 31 (test accuracy 0.925 at epoch 5,000)' for a bin's runs that did not grok."""
+    left = [r for r in records if np.isclose(r["config"]["wd"], wd) and r.get("grok_epoch") is None]
+    return "; not grokked: " + ", ".join(
+        f"seed {r['config']['seed']} (test accuracy {_fmt3(r.get('final_test_acc'))} at epoch "
+        f"{r['history']['epoch'][-1]:,})" for r in sorted(left, key=lambda r: r["config"]["seed"])) if left else ""
+
+
+def _fmt3(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def _finite(x):

@@ -114,6 +114,56 @@ def test_fig4_analyse_fits_and_tests_against_the_null(tmp_path):
     assert (tmp_path / "fig4_head_width.png").exists()
 
 
+def _width_run(n_heads: int, seed: int, shape, random_labels: bool = False) -> dict:
+    """A lambda = 1, 3,000-epoch run of the paper's d128 x 4-layer model whose sigma_H follows ``shape(epoch)``."""
+    record = make_record(1.0, seed, grok_epoch=None if random_labels else 130, horizon=3000)
+    record["config"]["model"].update(d_model=128, n_layers=4, n_heads=n_heads)
+    record["config"].update(max_epochs=3000, precision="bf16-mixed")
+    record["config"]["data"]["random_labels"] = random_labels
+    epochs = list(range(0, 3001, 10))
+    record["history"] = {"epoch": epochs, "entropy_std": [shape(e) for e in epochs], "mean_similarity": [0.9] * len(epochs)}
+    return record
+
+
+def test_fig4_at_the_papers_width_reports_missing_bins_and_whether_maxima_are_peaks(tmp_path):
+    bump = lambda e: 0.03 + (0.1 if 1000 <= e <= 1200 else 0.0) + 0.001 * (e % 30 == 0)  # noqa: E731
+    records = [_width_run(4, 7, bump), _width_run(32, 7, lambda e: 0.02 + 0.00002 * e),  # rises to the end
+               _width_run(8, 7, lambda e: 0.03 + 0.001 * (e % 30 == 0), random_labels=True)]
+    planned = [(32, False), (32, False), (4, False), (16, False), (16, True), (16, True)]
+    summary = fig4.analyse(records, "medium", tmp_path, n_permutations=200, planned=planned)
+    assert summary["invalid"] is None  # the paper's model over the Phase-2 window: the paper's statistic
+    assert summary["unrun_bins"] == [[16, False]]
+    runs = {(r["n_heads"], r["random_labels"]): r for r in summary["runs"]}
+    assert runs[(4, False)]["peak"]["stands_out"] and 1000 <= runs[(4, False)]["peak"]["peak_epoch"] <= 1200
+    assert runs[(32, False)]["peak"]["on_edge"] and runs[(32, False)]["peak"]["peak_epoch"] == 3000
+    assert not runs[(8, True)]["peak"]["stands_out"]
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    d16 = rows["peak sigma_H at d/H = 16 (bin mean, t 95% CI; unbiased spread in the note)"]
+    assert d16["ours"] is None and d16["note"].startswith("0 of 1 planned runs finished")
+    d32 = rows["peak sigma_H at d/H = 32 (bin mean, t 95% CI; unbiased spread in the note)"]
+    assert d32["ours"] == pytest.approx(0.131, abs=0.002) and d32["note"].startswith("1 of 2 planned runs finished")
+    assert "does not stand out" in d32["note"] and d32["invalid"] is None
+    null_row = rows["random-label null peak sigma_H (mean)"]
+    assert null_row["n"] == 1 and null_row["note"].startswith("1 of 2 planned runs finished")
+    assert rows["AIC-preferred d/H model"]["note"].count("not run here yet: no finished run at d/H 16") == 1
+    assert (tmp_path / "fig4_curves.png").stat().st_size > 10_000
+    assert "| 4 | 32 | real | 7 | bf16-mixed | 3000 | 130 | 0.131 (" in (tmp_path / "fig4_runs.md").read_text()
+
+
+def test_fig4_on_a_smaller_model_or_a_short_horizon_is_an_invalid_test(tmp_path):
+    short = _width_run(8, 7, lambda e: 0.03)
+    short["config"]["max_epochs"] = 600
+    assert "end before Phase 2" in fig4.invalid_reason([short])
+    small = _width_run(4, 7, lambda e: 0.03)
+    small["config"]["model"].update(d_model=64, n_layers=2)
+    reason = fig4.invalid_reason([small])
+    assert "paper 128 x 4" in reason and "does not stand out" in reason
+
+
+def test_fig4_medium_plans_the_papers_widths_and_the_null():
+    assert sorted(set(fig4.planned_bins("medium"))) == [(4, False), (8, False), (16, False), (16, True), (32, False)]
+
+
 def test_fig10_analyse_fits_each_architecture(tmp_path):
     from reproduce import fig10
 

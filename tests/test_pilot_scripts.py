@@ -83,31 +83,3 @@ def test_low_lambda_arms_are_compared_on_the_shortest_horizon_with_their_first_l
     assert rows[0][3].startswith("0.031") and rows[1][3] == "0.201 (810)"  # the bump, not the late 0.9
     assert rows[0][6] == "-" and rows[1][6] == "-"  # the spike at 1,200 is past the common horizon
     assert fig2_search.low_lambda_markdown({"b": [long]}).splitlines()[4].split(" | ")[6] == "1200"
-
-
-def width_run(tmp_path, n_heads: int, seed: int, shape, random_labels: bool = False):
-    """A lambda = 1 run of the d128 x 4-layer model whose sigma_H follows ``shape(epoch)``."""
-    epochs = list(range(0, 3001, 10))
-    record = new_record({"wd": 1.0, "seed": seed, "max_epochs": 3000, "model": {**MODEL, "n_heads": n_heads},
-                         "data": {"p": 97, "random_labels": random_labels}, "precision": "bf16-mixed"},
-                        run_id=f"h{n_heads}s{seed}{random_labels}")
-    record.update(status="completed", grok_epoch=None if random_labels else 130, history={
-        "epoch": epochs, "entropy_std": [shape(e) for e in epochs], "mean_similarity": [0.9] * len(epochs)})
-    folder = tmp_path / "sweep" / "runs" / record["run_id"]
-    folder.mkdir(parents=True)
-    (folder / "record.json").write_text(json.dumps(record))
-
-
-def test_fig4_pilot_tells_a_peak_from_an_end_of_run_maximum(tmp_path):
-    from reproduce.pilots import fig4_pilot
-
-    width_run(tmp_path, 4, 7, lambda e: 0.03 + (0.1 if 1000 <= e <= 1200 else 0.0) + 0.001 * (e % 30 == 0))
-    width_run(tmp_path, 32, 7, lambda e: 0.02 + 0.00002 * e)  # rises to the end: no peak
-    width_run(tmp_path, 8, 7, lambda e: 0.03 + 0.001 * (e % 30 == 0), random_labels=True)
-    runs = {(r["n_heads"], r["random_labels"]): r for r in fig4_pilot.main(["--root", str(tmp_path)])["runs"]}
-    bump, ramp, null = runs[(4, False)], runs[(32, False)], runs[(8, True)]
-    assert bump["peak"]["stands_out"] and 1000 <= bump["peak"]["peak_epoch"] <= 1200 and bump["d_head"] == 32
-    assert ramp["peak"]["on_edge"] and ramp["peak"]["peak_epoch"] == 3000
-    assert not null["peak"]["stands_out"]
-    assert (tmp_path / "fig4_pilot.png").stat().st_size > 10_000
-    assert "| 4 | 32 | real | 7 | bf16-mixed | 3000 | 130 | 0.131 (" in (tmp_path / "fig4_pilot.md").read_text()

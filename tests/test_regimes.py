@@ -109,6 +109,9 @@ def test_fig5_transition_bins_and_the_lambda_01_grok_epochs_get_rows(tmp_path):
     assert at_002["paper_value"] == 0.8 and at_002["ours"] == pytest.approx(2 / 3) and "2/3" in at_002["note"]
     lo, hi = at_002["ours_ci"]
     assert lo < 2 / 3 < hi
+    # the paper's 8/10 is a sample too: its Wilson interval, and Fisher's exact test of the counts
+    assert at_002["paper_ci"] == pytest.approx([0.4902, 0.9433], abs=1e-4)
+    assert "Fisher exact p = 1" in at_002["note"] and "not grokked: seed 0 (test accuracy" in at_002["note"]
     assert rows["grok fraction at lambda = 0.01 (Wilson 95% CI)"]["ours_ci"][0] == 0.0
     assert "grok fraction at lambda = 0.03 (Wilson 95% CI)" not in rows  # not run: no row
     t_grok = rows["median grok epoch at lambda = 0.1"]

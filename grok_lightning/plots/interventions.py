@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, plt
+from grok_lightning.plots.common import PAPER_STYLE, finish, plt
+from grok_lightning.stats.phases import history_curve
 
-__all__ = ["figure_forest", "figure_head_width"]
+__all__ = ["figure_forest", "figure_head_width", "figure_head_width_curves"]
 
 
 def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
@@ -76,3 +77,28 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
     fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.13, 1, 0.95))
     return fig
+
+
+def figure_head_width_curves(records: list[dict], paper: dict, caption_text: str, after: int = 100):
+    """The trajectories behind Fig. 4: every run's sigma_H (top) and s_bar (bottom) against epoch,
+    coloured by head count, the random-label null dashed, and the paper's Fig. 4 bin mean at each
+    run's d/H dotted, so that a reader sees whether the scored maximum is a peak."""
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
+    heads = sorted({r["config"]["model"]["n_heads"] for r in records})
+    colors = dict(zip(heads, plt.cm.viridis(np.linspace(0, 0.9, len(heads)))))
+    paper_peak = dict(zip(paper["dh"], paper["peak"]))
+    for r in records:
+        h, m = r["history"], r["config"]["model"]
+        null, d_head = bool(r["config"]["data"].get("random_labels")), m["d_model"] // m["n_heads"]
+        style = dict(color=colors[m["n_heads"]], linewidth=0.9, linestyle="--" if null else "-")
+        label = f"H {m['n_heads']} (d/H {d_head}), seed {r['config']['seed']}{', random labels' if null else ''}"
+        axes[0].plot(*history_curve(h, "entropy_std"), label=label, **style)
+        axes[1].plot(*history_curve(h, "mean_similarity"), **style)
+        if not null and d_head in paper_peak:
+            axes[0].axhline(paper_peak[d_head], color=colors[m["n_heads"]], linestyle=":", linewidth=0.8)
+    axes[0].axvline(after, color="grey", linewidth=0.6)
+    axes[0].set_ylabel(r"$\sigma_H$ (dotted: paper's Fig. 4 bin mean at that d/H)", fontsize=9)
+    axes[1].set_ylabel(r"$\bar s$", fontsize=9)
+    axes[1].set_xlabel(f"epoch (grey: the peak statistic starts after epoch {after})")
+    axes[0].legend(fontsize=6.5, loc="upper right", ncol=2)
+    return finish(fig, "Fig. 4 trajectories: sigma_H and s_bar by head count", caption_text, bottom=0.11)
