@@ -108,6 +108,9 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
         + f"{info['seeds_per_wd']} seeds per lambda (paper 10-30)")
     if smoothed is not None:
         details += f"\nseparable outcomes: the paper-method curve shown uses Laplace smoothing {LAPLACE} (status unsmoothed: {paper_fit.status})"
+    if unrun:
+        details += (f"\nNOT A MEASUREMENT YET: no finished run at lambda {', '.join(f'{w:g}' for w in unrun)} (the transition); "
+                    "the lambda_c and nu fits drawn here extrapolate below the lowest bin run; the report says 'not run here'")
     fig = figure_critical(main_fit, glm_fit, wd, t_grok, nu_fit, PAPER_VALUES, caption(profile, details, differs, figure="fig5"),
                           paper_sample=PAPER_NU_SAMPLE)
     fig.savefig(out / "fig5_critical.png", dpi=130)
