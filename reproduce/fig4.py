@@ -11,6 +11,7 @@ of H alone, so it applies to the layer mean).
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     info = sweep_summary(done)
     runs = run_table(done)
     details = (f"{info['text']}\nreal task at d/H = {TRUE_DH}: {np.round(true, 4).tolist()}; null: {np.round(null, 4).tolist()}; "
-               f"AIC-best: {fit and fit['best']}\n{describe(done[0])}")
+               f"AIC-best: {fit and fit['best']}\n{describe(_with_every_head_count(done))}")
     per_bin = min((int((dh == b).sum()) for b in set(dhs)), default=0)
     differs = None if profile == "paper" else (
         f"{_shape(done[0])}, H {sorted({int(r['config']['model']['n_heads']) for r in done})}, {info['horizon']} epochs, "
@@ -209,6 +210,14 @@ def _t_ci(x: np.ndarray) -> list[float] | None:
         return None
     half = float(student_t.ppf(0.975, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x)))
     return [float(np.mean(x)) - half, float(np.mean(x)) + half]
+
+
+def _with_every_head_count(records: list[dict]) -> dict:
+    """The first record with its head count replaced by every count the runs use ('4/32'), for
+    a caption that describes all of them."""
+    first = copy.deepcopy(records[0])
+    first["config"]["model"]["n_heads"] = "/".join(str(h) for h in sorted({r["config"]["model"]["n_heads"] for r in records}))
+    return first
 
 
 def _shape(record: dict) -> str:
