@@ -21,7 +21,7 @@ from scipy.stats import t as student_t
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
-from grok_lightning.stats.phases import history_curve
+from grok_lightning.stats.phases import history_curve, max_layer_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.common import cli, describe, parse_args, sweep_path, sweep_records, sweep_summary, write_outputs
@@ -94,6 +94,7 @@ def run_table(records: list[dict]) -> list[dict]:
                      "random_labels": bool(r["config"]["data"].get("random_labels")),
                      "precision": r["config"].get("precision") or "32-true", "horizon": int(np.nanmax(epochs)),
                      "grok_epoch": r.get("grok_epoch"), "peak": peak_check(epochs, sigma, lo=AFTER).to_dict(),
+                     "max_layer_peak": peak_check(*max_layer_curve(r["history"]), lo=AFTER).to_dict(),
                      "late_mean": float(np.mean(sigma[late])) if late.any() else None})
     return runs
 
@@ -106,13 +107,14 @@ def run_markdown(runs: list[dict]) -> str:
              f"Peak = maximum of sigma_H over epochs > {AFTER} (the paper's statistic); it stands out when it passes "
              "stats/validity.py PEAK_RULE, and is on the edge when it is the first or last evaluation of that range.",
              "", "| H | d/H | labels | seed | precision | epochs | t_grok | peak sigma_H (epoch) | stands out / edge "
-                 f"| median after {AFTER} | mean, last 500 epochs | paper's bin mean |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                 f"| median after {AFTER} | mean, last 500 epochs | max_layer reading: peak (epoch), stands out | paper's bin mean |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         p = r["peak"]
         lines.append(f"| {r['n_heads']} | {r['d_head']} | {'random' if r['random_labels'] else 'real'} | {r['seed']} | "
                      f"{r['precision']} | {r['horizon']} | {r['grok_epoch'] or '-'} | {f(p['peak'])} ({p['peak_epoch']}) | "
                      f"{p['stands_out']} / {p['on_edge']} | {f(p['median'])} | {f(r['late_mean'])} | "
+                     f"{f(r['max_layer_peak']['peak'])} ({r['max_layer_peak']['peak_epoch']}), {r['max_layer_peak']['stands_out']} | "
                      f"{'-' if r['random_labels'] else f(paper.get(r['d_head']))} |")
     return "\n".join(lines) + "\n"
 
@@ -124,7 +126,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     ``not run here``, and each bin's row says how many of its planned runs have finished."""
     out.mkdir(parents=True, exist_ok=True)
     done = [r for r in records if r["status"] == "completed"]
-    peaks, dhs, null, unbiased, keys = [], [], [], [], []
+    peaks, dhs, null, unbiased, keys, max_layer = [], [], [], [], [], []
     for r in done:
         peak, _ = peak_entropy_std(r["history"], after_epoch=AFTER)
         if not np.isfinite(peak):
@@ -136,9 +138,10 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         else:
             peaks.append(peak)
             unbiased.append(peak * unbiased_std_factor(m["n_heads"]))
+            max_layer.append(_peak_after(*max_layer_curve(r["history"])))
             dhs.append(m["d_model"] // m["n_heads"])
     dh, peak, null = np.asarray(dhs, float), np.asarray(peaks, float), np.asarray(null, float)
-    unbiased = np.asarray(unbiased, float)
+    unbiased, max_layer = np.asarray(unbiased, float), np.asarray(max_layer, float)
     enough = len(set(dhs)) >= 3 and len(dh) >= 4
     fit = fit_saturation_models(dh, peak) if enough else None
     fit_unbiased = fit_saturation_models(dh, unbiased) if enough else None
@@ -191,11 +194,34 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
                         _mean(peak[inside]), profile, int(inside.sum()), ours_ci=_t_ci(peak[inside]),
                         note=_count_note(got, wanted, (b, False), f"unbiased: {_fmt(_mean(unbiased[inside]))}; {note}"),
                         invalid=invalid))
+    rows += _max_layer_rows(dh, max_layer, got, wanted, profile, note, invalid)
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
+               "peak_max_layer": max_layer.tolist(),
                "null": null.tolist(), "fit": fit, "fit_unbiased": fit_unbiased, "permutation": perm, "cohens_d": d,
                "sweep": info, "invalid": invalid, "unrun_bins": [list(k) for k in unrun], "runs": runs}
     write_outputs(out, summary, rows)
     return summary
+
+
+def _max_layer_rows(dh, max_layer, got, wanted, profile, note, invalid) -> list[dict]:
+    """Each bin's mean peak under the ``max_layer`` reading (the highest per-layer sigma_H): the
+    paper does not say how it pools layers (docs/decisions.md, readings); the released mean over
+    layers stays the headline, this one is reported beside it."""
+    rows = []
+    for b in sorted({int(x) for x in dh[np.isfinite(max_layer)]}):
+        inside = (dh == b) & np.isfinite(max_layer)
+        paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(b)
+        rows.append(row(PAPER, f"peak sigma_H at d/H = {b}, max_layer reading (alternative; bin mean, t 95% CI)",
+                        paper_value, _mean(max_layer[inside]), profile, int(inside.sum()), ours_ci=_t_ci(max_layer[inside]),
+                        note=_count_note(got, wanted, (b, False), f"the paper does not say how layers are pooled; {note}"),
+                        invalid=invalid))
+    return rows
+
+
+def _peak_after(epochs: np.ndarray, values: np.ndarray) -> float:
+    """Maximum of ``values`` over epochs > AFTER; NaN when there is none."""
+    keep = (epochs > AFTER) & np.isfinite(values)
+    return float(values[keep].max()) if keep.any() else float("nan")
 
 
 def _count_note(got: Counter, wanted: Counter, key: tuple[int, bool], note: str) -> str:

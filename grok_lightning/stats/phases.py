@@ -35,6 +35,25 @@ def history_curve(history: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
     return epochs, values
 
 
+def max_layer_curve(history: dict, key: str = "entropy_std") -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, max over layers of layer_<l>/<key>)``: the ``max_layer`` reading of
+    :mod:`grok_lightning.metrics.readings` rebuilt from a record's per-layer columns (all NaN
+    when the history has none; a layer's missing value is skipped).
+
+    >>> max_layer_curve({"epoch": [0, 10], "layer_0/entropy_std": [0.1, 0.3], "layer_1/entropy_std": [0.2, None]})[1]
+    array([0.2, 0.3])
+    """
+    epochs = np.asarray(history["epoch"], dtype=float)
+    layers = [history_curve(history, k)[1] for k in sorted(history) if k.startswith("layer_") and k.endswith(f"/{key}")]
+    if not layers:
+        return epochs, np.full(len(epochs), np.nan)
+    table = np.vstack(layers)
+    seen = np.isfinite(table).any(axis=0)
+    values = np.full(len(epochs), np.nan)
+    values[seen] = np.nanmax(table[:, seen], axis=0)
+    return epochs, values
+
+
 def peak_entropy_std(history: dict, after_epoch: int = 100) -> tuple[float, int | None]:
     """``(max sigma_H over epochs > after_epoch, its epoch)``; ``(nan, None)`` if none.
 
