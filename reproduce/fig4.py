@@ -20,7 +20,7 @@ from scipy.stats import t as student_t
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
-from grok_lightning.stats import cohens_d, fit_saturation_models, peak_entropy_std, permutation_test
+from grok_lightning.stats import cohens_d, fit_saturation_models, permutation_test
 from grok_lightning.stats.phases import history_curve, max_layer_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
@@ -40,14 +40,12 @@ PAPER_SHAPE = {"d_model": 128, "n_layers": 4}
 PHASE2_END = 3000
 
 
-def peak_checks(records: list[dict]) -> str:
-    """What the trajectories' maxima are: how many stand out of their run (stats.validity), how
-    many sit on the edge of the scored range; empty when every one is a peak."""
-    checks = []
-    for r in records:
-        check = peak_check(*history_curve(r["history"], "entropy_std"), lo=AFTER)
-        checks.append({"flat": not check.stands_out, "edge": check.on_edge})
-    return summarise_checks(checks, CHECK_WORDS)
+def peak_checks(runs: list[dict]) -> str:
+    """What the trajectories' maxima are (``runs`` from :func:`run_table`): how many stand out of
+    their run (stats.validity), how many sit on the edge of the scored range; empty when every
+    one is a peak."""
+    return summarise_checks([{"flat": not r["peak"]["stands_out"], "edge": r["peak"]["on_edge"]} for r in runs],
+                            CHECK_WORDS)
 
 
 def invalid_reason(records: list[dict]) -> str | None:
@@ -67,7 +65,7 @@ def invalid_reason(records: list[dict]) -> str | None:
         reasons.append(f"{horizon}-epoch runs end before Phase 2 has passed (epochs 1,000-{PHASE2_END:,} at lambda 1)")
     if not reasons:
         return None
-    return "; ".join(r for r in [peak_checks(records), *reasons] if r)
+    return "; ".join(r for r in [peak_checks(run_table(records)), *reasons] if r)
 
 
 def planned_bins(profile: str) -> list[tuple[int, bool]]:
@@ -82,11 +80,11 @@ def planned_bins(profile: str) -> list[tuple[int, bool]]:
 
 
 def run_table(records: list[dict]) -> list[dict]:
-    """Per run: H, d/H, labels, seed, precision, t_grok, the peak check of its sigma_H over
-    epochs > 100 and the mean sigma_H over its last 500 epochs."""
+    """Per run, in the records' order: H, d/H, labels, seed, precision, t_grok, the peak check
+    of its sigma_H over epochs > 100 (its ``peak`` is the paper's amplitude statistic) under the
+    released and the ``max_layer`` reading, and the mean sigma_H over its last 500 epochs."""
     runs = []
-    for r in sorted(records, key=lambda r: (bool(r["config"]["data"].get("random_labels")),
-                                             r["config"]["model"]["n_heads"], r["config"]["seed"])):
+    for r in records:
         m = r["config"]["model"]
         epochs, sigma = history_curve(r["history"], "entropy_std")
         late = (epochs > np.nanmax(epochs) - 500) & np.isfinite(sigma)
@@ -109,7 +107,7 @@ def run_markdown(runs: list[dict]) -> str:
              "", "| H | d/H | labels | seed | precision | epochs | t_grok | peak sigma_H (epoch) | stands out / edge "
                  f"| median after {AFTER} | mean, last 500 epochs | max_layer reading: peak (epoch), stands out | paper's bin mean |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in runs:
+    for r in sorted(runs, key=lambda r: (r["random_labels"], r["n_heads"], r["seed"])):
         p = r["peak"]
         lines.append(f"| {r['n_heads']} | {r['d_head']} | {'random' if r['random_labels'] else 'real'} | {r['seed']} | "
                      f"{r['precision']} | {r['horizon']} | {r['grok_epoch'] or '-'} | {f(p['peak'])} ({p['peak_epoch']}) | "
@@ -126,20 +124,20 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     ``not run here``, and each bin's row says how many of its planned runs have finished."""
     out.mkdir(parents=True, exist_ok=True)
     done = [r for r in records if r["status"] == "completed"]
+    runs = run_table(done)
     peaks, dhs, null, unbiased, keys, max_layer = [], [], [], [], [], []
-    for r in done:
-        peak, _ = peak_entropy_std(r["history"], after_epoch=AFTER)
+    for r in runs:
+        peak = r["peak"]["peak"]
         if not np.isfinite(peak):
             continue
-        m, random_labels = r["config"]["model"], bool(r["config"]["data"].get("random_labels"))
-        keys.append((m["d_model"] // m["n_heads"], random_labels))
-        if random_labels:
+        keys.append((r["d_head"], r["random_labels"]))
+        if r["random_labels"]:
             null.append(peak)
         else:
             peaks.append(peak)
-            unbiased.append(peak * unbiased_std_factor(m["n_heads"]))
-            max_layer.append(_peak_after(*max_layer_curve(r["history"])))
-            dhs.append(m["d_model"] // m["n_heads"])
+            unbiased.append(peak * unbiased_std_factor(r["n_heads"]))
+            max_layer.append(r["max_layer_peak"]["peak"])
+            dhs.append(r["d_head"])
     dh, peak, null = np.asarray(dhs, float), np.asarray(peaks, float), np.asarray(null, float)
     unbiased, max_layer = np.asarray(unbiased, float), np.asarray(max_layer, float)
     enough = len(set(dhs)) >= 3 and len(dh) >= 4
@@ -149,7 +147,6 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     perm = permutation_test(true, null, n_permutations=n_permutations).to_dict() if len(true) >= 2 and len(null) >= 2 else None
     d = cohens_d(true, null) if len(true) >= 2 and len(null) >= 2 else None
     info = sweep_summary(done)
-    runs = run_table(done)
     details = (f"{info['text']}\nreal task at d/H = {TRUE_DH}: {np.round(true, 4).tolist()}; null: {np.round(null, 4).tolist()}; "
                f"AIC-best: {fit and fit['best']}\n{describe(_with_every_head_count(done))}")
     per_bin = min((int((dh == b).sum()) for b in set(dhs)), default=0)
@@ -164,7 +161,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         out / "fig4_curves.png", dpi=120)
     (out / "fig4_runs.md").write_text(run_markdown(runs))
     invalid = invalid_reason(done)
-    peaks_found = "" if invalid else peak_checks(done)
+    peaks_found = "" if invalid else peak_checks(runs)
     note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" \
         else "; ".join(t for t in (differs, peaks_found and f"trajectories: {peaks_found} (fig4_runs.md)") if t)
     got = Counter(keys)
@@ -216,12 +213,6 @@ def _max_layer_rows(dh, max_layer, got, wanted, profile, note, invalid) -> list[
                         note=_count_note(got, wanted, (b, False), f"the paper does not say how layers are pooled; {note}"),
                         invalid=invalid))
     return rows
-
-
-def _peak_after(epochs: np.ndarray, values: np.ndarray) -> float:
-    """Maximum of ``values`` over epochs > AFTER; NaN when there is none."""
-    keep = (epochs > AFTER) & np.isfinite(values)
-    return float(values[keep].max()) if keep.any() else float("nan")
 
 
 def _count_note(got: Counter, wanted: Counter, key: tuple[int, bool], note: str) -> str:
