@@ -106,7 +106,7 @@ class InterventionSource(Callback):
             self._save_now = False
             path = self.peak_path(trainer)
             path.parent.mkdir(parents=True, exist_ok=True)
-            trainer.save_checkpoint(path)
+            trainer.save_checkpoint(path, weights_only=False)  # the full state, as ResumeCheckpoint.save
 
     @staticmethod
     def peak_path(trainer: Trainer) -> Path:

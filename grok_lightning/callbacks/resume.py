@@ -107,7 +107,10 @@ class ResumeCheckpoint(Checkpoint):
         path = self.path(trainer)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        trainer.save_checkpoint(tmp)
+        # the full state (optimizer, loops, callbacks): a resume needs it. Saying so also keeps
+        # Lightning >= 2.6 from logging "`weights_only` was not set, defaulting to `False`", which
+        # reads like a load setting; loads are always weights_only=True (checkpoint_io)
+        trainer.save_checkpoint(tmp, weights_only=False)
         if trainer.is_global_zero:
             os.replace(tmp, path)
         self._last_write = time.monotonic()
