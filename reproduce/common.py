@@ -151,6 +151,14 @@ def sweep_path(sweep_file: str | Path) -> Path:
     return path if path.is_absolute() or path.is_file() else SWEEPS / sweep_file
 
 
+def planned_configs(sweep_file: str | Path, profile: str) -> list[dict]:
+    """The config of every run a sweep file plans under ``profile``, in plan order: what a target
+    expects, so a bin without a finished run can be named rather than silently absent."""
+    from grok_lightning.sweep.grid import load_sweep
+
+    return [spec.config for spec in load_sweep(sweep_path(sweep_file), profile=profile).expand()]
+
+
 def describe(record: dict) -> str:
     """Every hyperparameter of a run in one caption line (from its record, never typed in)."""
     c = record["config"]

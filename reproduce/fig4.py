@@ -24,7 +24,7 @@ from grok_lightning.stats import cohens_d, fit_saturation_models, permutation_te
 from grok_lightning.stats.phases import history_curve, max_layer_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
-from reproduce.common import cli, describe, parse_args, sweep_path, sweep_records, sweep_summary, write_outputs
+from reproduce.common import cli, describe, parse_args, planned_configs, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 4"
@@ -70,13 +70,9 @@ def invalid_reason(records: list[dict]) -> str | None:
 
 def planned_bins(profile: str) -> list[tuple[int, bool]]:
     """``(d/H, random labels)`` of every run the profile's head_width sweep plans."""
-    from grok_lightning.sweep.grid import load_sweep
-
-    bins = []
-    for spec in load_sweep(sweep_path("head_width.yaml"), profile=profile).expand():
-        model, data = spec.config["model"]["init_args"], spec.config["data"]["init_args"]
-        bins.append((int(model["d_model"]) // int(model["n_heads"]), bool(data.get("random_labels", False))))
-    return bins
+    return [(int(config["model"]["init_args"]["d_model"]) // int(config["model"]["init_args"]["n_heads"]),
+             bool(config["data"]["init_args"].get("random_labels", False)))
+            for config in planned_configs("head_width.yaml", profile)]
 
 
 def run_table(records: list[dict]) -> list[dict]:

@@ -28,7 +28,7 @@ from reproduce.common import (
     median_ci,
     model_shape,
     parse_args,
-    sweep_path,
+    planned_configs,
     sweep_records,
     sweep_summary,
     write_outputs,
@@ -207,10 +207,7 @@ def _ci(ci):
 
 def planned_wd(profile: str) -> list[float]:
     """The lambda of every run the profile's canonical sweep plans."""
-    from grok_lightning.sweep.grid import load_sweep
-
-    return [float(spec.config["model"]["init_args"]["weight_decay"])
-            for spec in load_sweep(sweep_path("canonical_wd.yaml"), profile=profile).expand()]
+    return [float(config["model"]["init_args"]["weight_decay"]) for config in planned_configs("canonical_wd.yaml", profile)]
 
 
 def main(argv=None) -> Path:
