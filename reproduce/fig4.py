@@ -164,17 +164,21 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     wanted = Counter(planned)
     unrun = sorted(k for k in wanted if got[k] == 0)
     shown = (lambda x: None) if unrun else (lambda x: x)
-    across = note if not unrun else (
-        "not run here yet: no finished run at " + ", ".join(f"d/H {b}{' (null)' if n else ''}" for b, n in unrun)
-        + f"; {note}").strip("; ")
+    progress = f"{sum(got[k] for k in wanted)} of {sum(wanted.values())} planned runs finished" if wanted else ""
+    across = "; ".join(t for t in (
+        unrun and "not run here yet: no finished run at " + ", ".join(f"d/H {b}{' (null)' if n else ''}" for b, n in unrun),
+        progress, note) if t)
+    # a permutation p and a pooled sd need two runs on each side; the row says so rather than staying blank
+    two_sided = across if perm is not None else "; ".join(t for t in (
+        f"needs >= 2 finished runs on each side (real task at d/H {TRUE_DH}: {len(true)}, null: {len(null)})", across) if t)
     rows = [
         row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null),
             note=_count_note(got, wanted, (TRUE_DH, True), note), invalid=invalid),
         row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true),
             ours_ci=_t_ci(true), note=_count_note(got, wanted, (TRUE_DH, False), note), invalid=invalid),
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
-            None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=across, invalid=invalid),
-        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], shown(d), profile, len(true) + len(null), note=across,
+            None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=two_sided, invalid=invalid),
+        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], shown(d), profile, len(true) + len(null), note=two_sided,
             null=0.0, invalid=invalid),
         row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),
             note=f"{'' if fit else 'not fitted (< 3 bins); '}with the unbiased spread: "

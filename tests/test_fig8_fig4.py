@@ -155,6 +155,20 @@ def test_fig4_at_the_papers_width_reports_missing_bins_and_whether_maxima_are_pe
     assert "| 4 | 32 | real | 7 | bf16-mixed | 3000 | 130 | 0.131 (" in (tmp_path / "fig4_runs.md").read_text()
 
 
+def test_fig4_with_one_run_per_bin_says_why_the_null_test_is_blank(tmp_path):
+    flat = lambda e: 0.03 + 0.001 * (e % 30 == 0)  # noqa: E731
+    records = [_width_run(8, 7, flat), _width_run(4, 7, flat), _width_run(8, 7, flat, random_labels=True)]
+    planned = [(16, False), (16, False), (32, False), (16, True), (16, True)]
+    summary = fig4.analyse(records, "medium", tmp_path, n_permutations=200, planned=planned)
+    assert summary["unrun_bins"] == [] and summary["permutation"] is None and summary["cohens_d"] is None
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    for quantity in ("real vs null: permutation p (mean difference)", "real vs null: Cohen's d"):
+        assert rows[quantity]["ours"] is None
+        assert rows[quantity]["note"].startswith("needs >= 2 finished runs on each side (real task at d/H 16: 1, null: 1); "
+                                                 "3 of 5 planned runs finished")
+    assert "3 of 5 planned runs finished" in rows["AIC-preferred d/H model"]["note"]
+
+
 def test_fig4_on_a_smaller_model_or_a_short_horizon_is_an_invalid_test(tmp_path):
     short = _width_run(8, 7, lambda e: 0.03)
     short["config"]["max_epochs"] = 600

@@ -64,9 +64,11 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
         ax.plot(xs, p["c"] + p["a"] * (1 - np.exp(-xs / p["b"])), color="tab:orange",
                 label=f"saturating fit c + a(1 - exp(-(d/H)/b)) (AIC prefers: {fit.get('best')})")
     if len(null):
-        m, s = float(np.mean(null)), float(np.std(null, ddof=1)) if len(null) > 1 else 0.0
-        ax.axhspan(m - s, m + s, color="grey", alpha=0.2, label=f"random-label null {m:.3f} +- {s:.3f} (n = {len(null)})")
-        ax.axhline(m, color="grey", linestyle=":")
+        m = float(np.mean(null))
+        if len(null) > 1:  # one run has no spread: a line, not a band of width zero
+            s = float(np.std(null, ddof=1))
+            ax.axhspan(m - s, m + s, color="grey", alpha=0.2, label=f"random-label null {m:.3f} +- {s:.3f} sd (n = {len(null)})")
+        ax.axhline(m, color="grey", linestyle=":", label=None if len(null) > 1 else f"random-label null {m:.3f} (n = 1)")
     ax.plot(paper["dh"], paper["peak"], **PAPER_STYLE, marker="s", label="paper bin means (read off Fig. 4)")
     ax.axhline(paper["null"], color="black", linestyle="--", linewidth=0.8, label=f"paper null {paper['null']}")
     ax.set_xscale("log", base=2)
