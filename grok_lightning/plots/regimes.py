@@ -67,6 +67,9 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     ax_a.axvline(paper_values["wd_c"], **PAPER_STYLE, label=f"paper $\\lambda_c$ = {paper_values['wd_c']} "
                  f"[{paper_values['wd_c_ci'][0]}, {paper_values['wd_c_ci'][1]}]")
     ax_a.set_xscale("log")
+    # the bins (and the paper's interval) set the range: a lambda_c interval reaching decades below
+    # the lowest bin (few seeds per bin) would squeeze every bin into a corner; its bounds are in the legend
+    ax_a.set_xlim(min(grid[0], paper_values["wd_c_ci"][0] / 1.5), grid[-1])
     ax_a.set_ylim(-0.05, 1.1)
     ax_a.set_xlabel(r"weight decay $\lambda$ (log)")
     ax_a.set_ylabel("P(grok)")
