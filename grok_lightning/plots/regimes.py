@@ -99,8 +99,9 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
         for exponent, style in ((0.5, ":"), (0.63, "-.")):
             ax_b.loglog(xs, y0 * (xs / x0) ** (-exponent), color="grey", linestyle=style, linewidth=1,
                         label=f"reference exponent {exponent}")
-        ax_b.plot([], [], **PAPER_STYLE, label=f"paper $\\nu$ = {paper_values['nu']} "
-                  f"[{paper_values['nu_ci'][0]}, {paper_values['nu_ci'][1]}]")
+        # the paper's slope through the same anchor: its A belongs to its own lambda_c, not ours
+        ax_b.loglog(xs, y0 * (xs / x0) ** (-paper_values["nu"]), **PAPER_STYLE,
+                    label=f"paper slope $\\nu$ = {paper_values['nu']} [{paper_values['nu_ci'][0]}, {paper_values['nu_ci'][1]}]")
         ax_b.set_xlabel(rf"$\lambda - \lambda_c$ (log; $\lambda_c$ = {nu_fit.wd_c:.3g})")
         ax_b.set_title(r"(B) time to grok vs distance from $\lambda_c$", fontsize=9)
     ax_b.set_ylabel(r"$t_{grok}$ (epochs, log)")
