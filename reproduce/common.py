@@ -203,7 +203,9 @@ def sweep_summary(records: list[dict]) -> dict:
     per_wd = Counter(r["config"]["wd"] for r in records)
     statuses = dict(Counter(r["status"] for r in records))
     text = (f"{len(records)} runs: lambda {wds}, seeds {seeds}, horizon {horizon} epochs; statuses {statuses}")
-    return {"seeds": seeds, "wds": wds, "horizon": horizon, "seeds_per_wd": min(per_wd.values()),
+    low, high = min(per_wd.values()), max(per_wd.values())
+    return {"seeds": seeds, "wds": wds, "horizon": horizon, "seeds_per_wd": low,
+            "seeds_per_wd_text": f"{low}" if low == high else f"{low}-{high}",
             "statuses": statuses, "n_runs": len(records), "text": text}
 
 

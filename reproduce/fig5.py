@@ -105,7 +105,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     differs = None if profile == "paper" else (
         ("" if invalid is None else "smaller model or horizon (lambda_c scales with 1/horizon: compare it with the "
                                     "AdamW bound for this horizon, Fig. 11), ")
-        + f"{info['seeds_per_wd']} seeds per lambda (paper 10-30)")
+        + f"{info['seeds_per_wd_text']} seeds per lambda (paper 10-30)")
     if smoothed is not None:
         details += f"\nseparable outcomes: the paper-method curve shown uses Laplace smoothing {LAPLACE} (status unsmoothed: {paper_fit.status})"
     if unrun:
@@ -117,6 +117,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     n_fit = paper_fit.n_fit
     note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), "
                                            f"{model_shape(records[0])} model")
+    if len(planned_wd) > len(wd):  # an unfinished sweep: the fits stand on what has run
+        note = "; ".join(t for t in (f"{len(wd)} of {len(planned_wd)} planned runs finished", note) if t)
     # Until the transition bins have runs, the fits are shown in the figure but not reported.
     shown = (lambda x: None) if unrun else (lambda x: x)
     if unrun:

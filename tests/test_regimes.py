@@ -198,3 +198,24 @@ def test_fig11_analyse_recovers_kappa_and_the_bound(tmp_path):
     at_099 = next(r for r in summary["bound_table"] if r["p_relax"] == 0.99)
     assert at_099["wd_c_bound"] == pytest.approx(-math.log(0.01) / (1e-3 * kappa * 250.0), rel=1e-4)
     assert at_099["in_ci"] is False and (tmp_path / "fig11_relaxation.png").exists()
+
+
+def test_fig11_at_the_papers_lambda_c_horizon_adds_table_4s_own_pairing(tmp_path):
+    """lambda_c measured at 5,000 epochs: the bound at T_max = 20,000 is Table 4's pairing, its ratio
+    carries the interval of lambda_c; shorter sweeps (smoke) get no such rows."""
+    kappa = 12.0
+    omega = lambda t: 20.0 + 60.0 * np.exp(-1e-3 * kappa * 1.0 * t)
+    records = [make_record(1.0, seed, grok_epoch=200, omega=omega, horizon=400) for seed in range(3)]
+    empirical = {"wd_c": 0.025, "wd_c_ci": [0.01, 0.05]}
+    fig11.analyse(records, empirical, 5000.0, "medium", tmp_path)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    bound = -math.log(0.01) / (1e-3 * kappa * 20000)
+    pair = rows["AdamW bound lambda_c at p_relax = 0.99, dense fit kappa, T_max = 20,000 (as Table 4)"]
+    assert pair["ours"] == pytest.approx(bound, rel=1e-4)
+    ratio = rows["bound / empirical lambda_c at p_relax = 0.99, dense fit kappa, T_max = 20,000 (as Table 4)"]
+    assert ratio["ours"] == pytest.approx(bound / 0.025, rel=1e-4)
+    assert ratio["ours_ci"] == pytest.approx([bound / 0.05, bound / 0.01], rel=1e-4)
+    main = rows["bound / empirical lambda_c at p_relax = 0.99, dense fit kappa"]  # T_max = the sweep's horizon
+    assert main["ours"] == pytest.approx(4 * bound / 0.025, rel=1e-4)
+    fig11.analyse(records, empirical, 250.0, "smoke", tmp_path / "smoke")
+    assert not any("as Table 4" in r["quantity"] for r in json.loads((tmp_path / "smoke" / "rows.json").read_text()))
