@@ -3,6 +3,8 @@ random-label null) of arXiv 2605.20441."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, finish, plt
@@ -89,10 +91,13 @@ def figure_head_width_curves(records: list[dict], paper: dict, caption_text: str
     heads = sorted({r["config"]["model"]["n_heads"] for r in records})
     colors = dict(zip(heads, plt.cm.viridis(np.linspace(0, 0.9, len(heads)))))
     paper_peak = dict(zip(paper["dh"], paper["peak"]))
-    for r in records:
+    seen = Counter()  # seeds of one head count share its colour; each further seed is fainter
+    for r in sorted(records, key=lambda r: r["config"]["seed"]):
         h, m = r["history"], r["config"]["model"]
         null, d_head = bool(r["config"]["data"].get("random_labels")), m["d_model"] // m["n_heads"]
-        style = dict(color=colors[m["n_heads"]], linewidth=0.9, linestyle="--" if null else "-")
+        alpha = (1.0, 0.55, 0.35, 0.25, 0.2)[min(seen[(m["n_heads"], null)], 4)]
+        seen[(m["n_heads"], null)] += 1
+        style = dict(color=colors[m["n_heads"]], linewidth=0.9, linestyle="--" if null else "-", alpha=alpha)
         label = f"H {m['n_heads']} (d/H {d_head}), seed {r['config']['seed']}{', random labels' if null else ''}"
         axes[0].plot(*history_curve(h, "entropy_std"), label=label, **style)
         axes[1].plot(*history_curve(h, "mean_similarity"), **style)
