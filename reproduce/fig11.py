@@ -57,7 +57,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.report import row
+from reproduce.report import format_value, join_notes, row
 
 PAPER = "2605.20441 Fig. 11 / Table 4"
 PAPER_VALUES = {"kappa": 18.6, "bound_099": 0.0124, "ratio_099": 0.78}
@@ -219,11 +219,10 @@ def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope:
     return [
         row(PAPER, "kappa, dense fit (every evaluated epoch from 0, Omega_0 free), median over seeds",
             PAPER_VALUES["kappa"], _num(kappa["dense"]), profile, n, ours_ci=kappa_ci["dense"],
-            note="; ".join(filter(None, [note, start]))),
+            note=join_notes(note, start)),
         row(PAPER, "kappa, the paper's estimator (checkpoints only, Omega_0 <= 200), median over seeds",
             PAPER_VALUES["kappa"], _num(kappa["paper"]), profile, n, ours_ci=kappa_ci["paper"],
-            note="; ".join(filter(None, [note, f"checkpoints {lead['paper_epochs']}",
-                                         f"Omega_0 at the cap in {at_cap}/{n}", *errors]))),
+            note=join_notes(note, f"checkpoints {lead['paper_epochs']}", f"Omega_0 at the cap in {at_cap}/{n}", *errors)),
         row(PAPER, "kappa from the paper's own numbers, ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta)", 18.583,
             round(check["kappa_capped"], 3), "paper numbers", 1,
             note=f"equal within the rounding of 28.4 and 55.2 ({check['rounding_range'][0]:.2f}-"
@@ -260,25 +259,18 @@ def _bound_pair(at_099: dict, label: str, empirical: dict, profile: str, n: int,
     """The bound row and the ratio row; the ratio's interval is the bound over lambda_c's interval
     (kappa's own spread is not in it: one seed in medium)."""
     bound, ci = _num(at_099.get("wd_c_bound")), empirical.get("wd_c_ci")
-    ratio_ci = ([bound / ci[1], bound / ci[0]] if bound is not None and ci and all(v is not None and np.isfinite(v) and v > 0
-                                                                                   for v in ci) else None)
+    has_ci = bool(ci) and all(v is not None and np.isfinite(v) for v in ci)
+    ratio_ci = [bound / ci[1], bound / ci[0]] if bound is not None and has_ci and min(ci) > 0 else None
     return [
         row(PAPER, f"AdamW bound lambda_c at p_relax = 0.99, {label}", PAPER_VALUES["bound_099"], bound, profile, n,
             note=where),
         row(PAPER, f"bound / empirical lambda_c at p_relax = 0.99, {label}", PAPER_VALUES["ratio_099"],
             _num(at_099.get("ratio_to_empirical")), profile, n, ours_ci=ratio_ci,
-            note=f"empirical lambda_c {_fmt(empirical.get('wd_c'))} {_fmt_ci(ci)}"
-                 f"{'; interval: the bound over that of lambda_c' if ratio_ci else ''}; "
-                 f"bound inside its CI: {at_099.get('in_ci')}; {where}"),
+            note=join_notes(f"empirical lambda_c {format_value(empirical.get('wd_c'), ci)}"
+                            + ("" if has_ci else " (no CI)"),
+                            ratio_ci and "interval: the bound over that of lambda_c",
+                            f"bound inside its CI: {at_099.get('in_ci')}", where)),
     ]
-
-
-def _fmt_ci(ci) -> str:
-    return "(no CI)" if not ci or any(v is None for v in ci) else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
-
-
-def _fmt(x) -> str:
-    return "-" if x is None else f"{x:.4g}"
 
 
 def _num(x):

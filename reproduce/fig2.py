@@ -17,7 +17,7 @@ from grok_lightning.plots.figures import FIG2_PAPER, figure_two_phase
 from grok_lightning.stats import phase_summary
 from grok_lightning.stats.trajectory import FIG2_GOALS, trajectory_distances
 from reproduce.common import REPO, cli, describe, median_ci, parse_args, sweep_records, write_outputs
-from reproduce.report import row
+from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 2"
 #: the Phase-1 rise in the paper's text; Fig. 2's median starts near 0.925 at initialisation (read off)
@@ -106,7 +106,7 @@ def main(argv=None) -> Path:
     ):
         values = [v for v in column(key) if v is not None]
         value, ci = median_ci(values) if values else (None, None)
-        note = "; ".join(filter(None, [note, f"{len(values)}/{len(usable)} seeds defined" if len(values) < len(usable) else ""]))
+        note = join_notes(note, f"{len(values)}/{len(usable)} seeds defined" if len(values) < len(usable) else "")
         rows.append(row(PAPER, quantity, paper_value, value, args.profile, len(values), ours_ci=ci, note=note,
                         paper_ci=PAPER_CI.get(key), null=NULLS.get(key)))
     rows += distance_rows(usable, horizon, args.profile) + search_rows(args.profile)

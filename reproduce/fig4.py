@@ -25,7 +25,7 @@ from grok_lightning.stats.phases import history_curve, max_layer_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.common import cli, describe, parse_args, planned_configs, sweep_records, sweep_summary, write_outputs
-from reproduce.report import row
+from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 4"
 #: bin means read off the paper's Fig. 4, the null and the permutation test (a3_perm_test.json)
@@ -65,7 +65,7 @@ def invalid_reason(records: list[dict]) -> str | None:
         reasons.append(f"{horizon}-epoch runs end before Phase 2 has passed (epochs 1,000-{PHASE2_END:,} at lambda 1)")
     if not reasons:
         return None
-    return "; ".join(r for r in [peak_checks(run_table(records)), *reasons] if r)
+    return join_notes(peak_checks(run_table(records)), *reasons)
 
 
 def planned_bins(profile: str) -> list[tuple[int, bool]]:
@@ -159,18 +159,18 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     invalid = invalid_reason(done)
     peaks_found = "" if invalid else peak_checks(runs)
     note = "smoke: a pipeline check (200 epochs end before Phase 2; too few seeds for p < 0.05)" if profile == "smoke" \
-        else "; ".join(t for t in (differs, peaks_found and f"trajectories: {peaks_found} (fig4_runs.md)") if t)
+        else join_notes(differs, peaks_found and f"trajectories: {peaks_found} (fig4_runs.md)")
     got = Counter(keys)
     wanted = Counter(planned)
     unrun = sorted(k for k in wanted if got[k] == 0)
     shown = (lambda x: None) if unrun else (lambda x: x)
     progress = f"{sum(got[k] for k in wanted)} of {sum(wanted.values())} planned runs finished" if wanted else ""
-    across = "; ".join(t for t in (
+    across = join_notes(
         unrun and "not run here yet: no finished run at " + ", ".join(f"d/H {b}{' (null)' if n else ''}" for b, n in unrun),
-        progress, note) if t)
+        progress, note)
     # a permutation p and a pooled sd need two runs on each side; the row says so rather than staying blank
-    two_sided = across if perm is not None else "; ".join(t for t in (
-        f"needs >= 2 finished runs on each side (real task at d/H {TRUE_DH}: {len(true)}, null: {len(null)})", across) if t)
+    two_sided = across if perm is not None else join_notes(
+        f"needs >= 2 finished runs on each side (real task at d/H {TRUE_DH}: {len(true)}, null: {len(null)})", across)
     rows = [
         row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null),
             note=_count_note(got, wanted, (TRUE_DH, True), note), invalid=invalid),
@@ -181,8 +181,9 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], shown(d), profile, len(true) + len(null), note=two_sided,
             null=0.0, invalid=invalid),
         row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),
-            note=f"{'' if fit else 'not fitted (< 3 bins); '}with the unbiased spread: "
-                 f"{fit_unbiased['best'] if fit_unbiased else '-'}; {across}".rstrip("; "), invalid=invalid),
+            note=join_notes(None if fit else "not fitted (< 3 bins)",
+                            f"with the unbiased spread: {fit_unbiased['best'] if fit_unbiased else '-'}", across),
+            invalid=invalid),
     ]
     for b in sorted({int(x) for x in dhs} | {b for b, n in wanted if not n}):
         paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(b)
@@ -218,7 +219,7 @@ def _max_layer_rows(dh, max_layer, got, wanted, profile, note, invalid) -> list[
 def _count_note(got: Counter, wanted: Counter, key: tuple[int, bool], note: str) -> str:
     """``k of n planned runs finished`` in front of a bin row's note, when the sweep plans it."""
     head = f"{got[key]} of {wanted[key]} planned runs finished" if wanted[key] else ""
-    return "; ".join(t for t in (head, note) if t)
+    return join_notes(head, note)
 
 
 def _t_ci(x: np.ndarray) -> list[float] | None:

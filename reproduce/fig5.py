@@ -33,7 +33,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.report import row
+from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 5"
 #: published values (a5_wdc_fit.json / a5_nu_jackknife.json under ../shared/reference)
@@ -118,16 +118,15 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     note = "" if profile == "paper" else (f"{profile} profile: {info['horizon']}-epoch horizon (paper 5,000), "
                                            f"{model_shape(records[0])} model")
     if len(planned_wd) > len(wd):  # an unfinished sweep: the fits stand on what has run
-        note = "; ".join(t for t in (f"{len(wd)} of {len(planned_wd)} planned runs finished", note) if t)
+        note = join_notes(f"{len(wd)} of {len(planned_wd)} planned runs finished", note)
     # Until the transition bins have runs, the fits are shown in the figure but not reported.
     shown = (lambda x: None) if unrun else (lambda x: x)
     if unrun:
-        note = (f"not run here yet: no finished run at lambda {', '.join(f'{w:g}' for w in unrun)}; "
-                f"{note}").strip("; ")
+        note = join_notes(f"not run here yet: no finished run at lambda {', '.join(f'{w:g}' for w in unrun)}", note)
     rows = [
         row(PAPER, "lambda_c, least-squares logistic + bootstrap (paper method)", PAPER_VALUES["wd_c"],
             shown(_finite(paper_fit.wd_c)), profile, n_fit, PAPER_VALUES["wd_c_ci"], _ci(paper_fit.wd_c_ci),
-            note=f"{note}; status {paper_fit.status}".strip("; "), invalid=invalid),
+            note=join_notes(note, f"status {paper_fit.status}"), invalid=invalid),
         row(PAPER, "lambda_c, binomial GLM (our addition)", PAPER_VALUES["wd_c"], shown(_finite(glm_fit.wd_c)), profile,
             glm_fit.n_fit, PAPER_VALUES["wd_c_ci"], _ci(glm_fit.wd_c_ci), note=f"status {glm_fit.status}", invalid=invalid),
         *([] if smoothed is None else [row(

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from reproduce.common import REPO, cli
-from reproduce.report import _fmt, verdict
+from reproduce.report import format_value, verdict
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 #: (claim in the papers' words, report target, the start of the report row's quantity)
@@ -66,9 +66,9 @@ def table(medium: Path, smoke: Path) -> str:
         if row is None:
             lines.append(f"| {claim} | - | - | not run here |")
             continue
-        ours = f"{_fmt(row['ours'], row.get('ours_ci'))} (n = {row['n']}, {where})"
+        ours = f"{format_value(row['ours'], row.get('ours_ci'))} (n = {row['n']}, {where})"
         judged = verdict(row)
-        lines.append(f"| {claim} | {_fmt(row['paper_value'], row.get('paper_ci'))} | {ours} | {judged} |")
+        lines.append(f"| {claim} | {format_value(row['paper_value'], row.get('paper_ci'))} | {ours} | {judged} |")
     return "\n".join(lines)
 
 

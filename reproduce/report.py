@@ -27,7 +27,7 @@ import math
 import re
 from pathlib import Path
 
-__all__ = ["VERDICTS", "verdict", "verdict_class", "write_report", "row"]
+__all__ = ["VERDICTS", "format_value", "join_notes", "verdict", "verdict_class", "write_report", "row"]
 
 VERDICTS = ("matches the paper in number", "same direction, different size", "not reproduced", "invalid test",
             "not run here")
@@ -40,6 +40,15 @@ def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=
     ``tolerance``: a stated goal (``|ours - paper| <= tolerance`` matches) for rows without CIs."""
     return dict(paper=paper, quantity=quantity, paper_value=paper_value, paper_ci=paper_ci, ours=ours,
                 ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, tolerance=tolerance)
+
+
+def join_notes(*parts) -> str:
+    """A row's note from its parts: the non-empty ones, joined by ``; ``.
+
+    >>> join_notes("2 of 3 planned runs finished", "", None, "medium profile")
+    '2 of 3 planned runs finished; medium profile'
+    """
+    return "; ".join(part for part in parts if part)
 
 
 def _finite(x) -> bool:
@@ -131,7 +140,12 @@ def verdict_class(text: str) -> str:
     return head if head in VERDICTS else "-"
 
 
-def _fmt(value, ci=None) -> str:
+def format_value(value, ci=None) -> str:
+    """A report cell: 4 significant digits, the interval when it has two finite ends; ``-`` for none.
+
+    >>> format_value(0.024576, [0.01414, 0.05511]), format_value(None), format_value(0.5, [None, 1.0])
+    ('0.02458 [0.01414, 0.05511]', '-', '0.5')
+    """
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     text = f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
@@ -171,8 +185,8 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
     for target in targets:
         for r in json.loads((target / "rows.json").read_text()):
             lines.append(
-                f"| {r['paper']} | {r['quantity']} | {_fmt(r['paper_value'], r.get('paper_ci'))} | "
-                f"{_fmt(r['ours'], r.get('ours_ci'))} | {r['profile']} | {r['n']} | {verdict(r)} | {r.get('note', '')} |"
+                f"| {r['paper']} | {r['quantity']} | {format_value(r['paper_value'], r.get('paper_ci'))} | "
+                f"{format_value(r['ours'], r.get('ours_ci'))} | {r['profile']} | {r['n']} | {verdict(r)} | {r.get('note', '')} |"
             )
         figures += sorted(target.glob("*.png"))
     for target in targets:  # a target's own notes (<target>/NOTES.md, markdown written by the target)
