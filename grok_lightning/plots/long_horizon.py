@@ -10,22 +10,19 @@ saved weights (``series``: ``[{"wd", "seed", "lead", "epoch": [...], "pr_norm": 
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, plt
+from grok_lightning.plots.common import PAPER_STYLE, finish, plt
 from grok_lightning.records import series
 
 __all__ = ["figure_esd_alpha", "figure_five_stage", "figure_pr_norm"]
 
+#: this module's figure layout: the shared title/caption finish with a smaller caption
+_layout = partial(finish, top=0.96, caption_size=6.5)
+
 WD_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
-
-
-def _finish(fig, title: str, caption_text: str, bottom: float):
-    fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 1, 0.96))
-    return fig
 
 
 def _bands(ax, bands: dict, lo: float, hi: float, inside: bool = False, log: bool = False) -> None:
@@ -83,7 +80,7 @@ def figure_five_stage(lead: dict, underlay: list[dict], bands: dict, paper_note:
     axes[-1].set_xlim(0, horizon)
     title = f"Fig. 3: long-horizon trajectory, lambda = {lead['config']['wd']} (shaded: the paper's stage bands)"
     title += f"\n{paper_note}"
-    return _finish(fig, title, caption_text, 0.09)
+    return _layout(fig, title, caption_text, 0.09)
 
 
 def _seed_band(ax, runs: list[dict], key: str, color: str, label: str) -> None:
@@ -145,7 +142,7 @@ def figure_pr_norm(series: list[dict], lead_table: list[dict], paper_fig6: list[
         ax.set_xlabel("checkpoint epoch (log)")
         ax.set_ylim(-0.02, 1.25)  # headroom for the legend
         ax.legend(fontsize=6.5, loc="upper right", bbox_to_anchor=(1, 0.95))
-    return _finish(fig, "Fig. 6 / Table 3: head-pattern participation ratio over checkpoints "
+    return _layout(fig, "Fig. 6 / Table 3: head-pattern participation ratio over checkpoints "
                         "(shaded: the paper's Fig. 6/7 stage bands)", caption_text, 0.12)
 
 
@@ -164,5 +161,5 @@ def figure_esd_alpha(series: list[dict], paper_points: list[tuple], paper_band: 
     ax.set_xlabel("checkpoint epoch (log)")
     ax.set_ylabel("ESD alpha (median over weight matrices)")
     ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1, 0.94))
-    return _finish(fig, "Fig. 7: power-law exponent of the weight spectra over checkpoints "
+    return _layout(fig, "Fig. 7: power-law exponent of the weight spectra over checkpoints "
                         "(shaded: the paper's stage bands)", caption_text, 0.13)

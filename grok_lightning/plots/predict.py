@@ -11,21 +11,19 @@ Both take the result dicts the targets write to ``summary.json`` (no training, n
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, plt
+from grok_lightning.plots.common import PAPER_STYLE, finish, plt
 
 __all__ = ["figure_auc", "figure_rllc"]
 
+#: this module's figure layout: the shared title/caption finish with a smaller caption
+_layout = partial(finish, top=0.95, caption_size=6.5)
+
 SET_COLORS = {"baseline": "tab:gray", "diagnostics": "tab:purple", "baseline+diagnostics": "tab:blue",
               "baseline+test": "tab:orange"}
-
-
-def _finish(fig, title: str, caption_text: str, bottom: float):
-    fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
-    return fig
 
 
 def _is_number(x) -> bool:
@@ -147,4 +145,4 @@ def figure_rllc(points: list[dict], correlation: dict, paper: dict, caption_text
     ax_s.set_title(f"{ours}\n{theirs}", fontsize=8.5)
     ax_s.set_xlabel(r"$\sigma_H$ at the checkpoint (nats)")
     ax_s.set_ylabel("rLLC")
-    return _finish(fig, title or r"rLLC vs $\sigma_H$ over checkpoints", caption_text, bottom=0.17)
+    return _layout(fig, title or r"rLLC vs $\sigma_H$ over checkpoints", caption_text, bottom=0.17)

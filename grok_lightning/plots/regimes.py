@@ -7,9 +7,11 @@ paper's values, when drawn, are passed in by the caller (they live next to the t
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, plt
+from grok_lightning.plots.common import PAPER_STYLE, finish, plt
 from grok_lightning.stats.critical import CriticalFit, logistic_log10
 from grok_lightning.stats.curves import PowerLawFit
 from grok_lightning.stats.regimes import REGIMES
@@ -17,15 +19,11 @@ from grok_lightning.stats.relaxation import relaxation_curve
 
 __all__ = ["figure_critical", "figure_regime_map", "figure_multitask", "figure_relaxation"]
 
+#: this module's figure layout: the shared title/caption finish with a smaller caption
+_layout = partial(finish, bottom=0.13, top=0.95, caption_size=6.5)
+
 MARKERS = {"grok": ("o", "tab:green"), "no-grok": ("x", "tab:gray"), "collapse": ("s", "tab:red"),
            "diverged": ("^", "black")}
-
-
-def _finish(fig, title: str, caption_text: str, bottom: float = 0.13):
-    fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
-    return fig
 
 
 def _wd_grid(wd: np.ndarray) -> np.ndarray:
@@ -107,7 +105,7 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     ax_b.set_ylabel(r"$t_{grok}$ (epochs, log)")
     if ax_b.get_legend_handles_labels()[0]:
         ax_b.legend(fontsize=6.5)
-    return _finish(fig, "Fig. 5: critical weight decay and the time-to-grok power law", caption_text)
+    return _layout(fig, "Fig. 5: critical weight decay and the time-to-grok power law", caption_text)
 
 
 def figure_regime_map(points: list[dict], wd_c: float | None, caption_text: str, paper_wd_c: float = 0.0158):
@@ -150,7 +148,7 @@ def figure_regime_map(points: list[dict], wd_c: float | None, caption_text: str,
     ax.set_xlabel(r"weight decay $\lambda$ (log)")
     ax.set_ylabel("model size N (parameters)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never hides a run
-    return _finish(fig, "Fig. 1: weight-decay regimes over lambda and model size", caption_text, bottom=0.12)
+    return _layout(fig, "Fig. 1: weight-decay regimes over lambda and model size", caption_text, bottom=0.12)
 
 
 def figure_multitask(counts: dict, totals: dict, wds: list[float], rows: list[str], caption_text: str,
@@ -182,7 +180,7 @@ def figure_multitask(counts: dict, totals: dict, wds: list[float], rows: list[st
         ax.set_yticks(range(len(shown)), shown, fontsize=7)
         ax.set_xlabel(r"weight decay $\lambda$")
         ax.set_title(name, fontsize=9)
-    return _finish(fig, "Fig. 9: grokking counts per task, scale and weight decay", caption_text, bottom=0.2)
+    return _layout(fig, "Fig. 9: grokking counts per task, scale and weight decay", caption_text, bottom=0.2)
 
 
 def figure_relaxation(t: np.ndarray, omega: np.ndarray, fits: list[tuple], bound_sets: list[tuple],
@@ -228,4 +226,4 @@ def figure_relaxation(t: np.ndarray, omega: np.ndarray, fits: list[tuple], bound
     ax_b.set_ylabel(r"$\lambda_c$")
     ax_b.set_title("(B) horizon bound vs empirical critical weight decay", fontsize=9)
     ax_b.legend(fontsize=6)
-    return _finish(fig, "Fig. 11: AdamW norm relaxation and the horizon bound on lambda_c", caption_text)
+    return _layout(fig, "Fig. 11: AdamW norm relaxation and the horizon bound on lambda_c", caption_text)
