@@ -105,7 +105,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     differs = None if profile == "paper" else (
         ("" if invalid is None else "smaller model or horizon (lambda_c scales with 1/horizon: compare it with the "
                                     "AdamW bound for this horizon, Fig. 11), ")
-        + f"{info['seeds_per_wd_text']} seeds per lambda (paper 10-30)")
+        + f"{info['seeds_per_wd']} seeds per lambda (paper 10-30)")
     if smoothed is not None:
         details += f"\nseparable outcomes: the paper-method curve shown uses Laplace smoothing {LAPLACE} (status unsmoothed: {paper_fit.status})"
     if unrun:

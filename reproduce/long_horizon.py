@@ -180,7 +180,7 @@ def _differs(ctx: dict, epochs: list[int] | None = None) -> str | None:
         return None
     m, info = ctx["lead"]["config"]["model"], ctx["info"]
     text = (f"{m['n_layers']}L x {m['n_heads']}H d{m['d_model']} (paper 4L x 8H d128), {info['horizon']:,} epochs (paper "
-            f"20,000), lambda {info['wds']} x {info['seeds_per_wd_text']} seeds (paper 0.1/0.5/1/2 x 5)")
+            f"20,000), lambda {info['wds']} x {info['seeds_per_wd']} seeds (paper 0.1/0.5/1/2 x 5)")
     return text + (f", {len(epochs)} checkpoints {epochs[0]}-{epochs[-1]} (paper: 11 at 100-20,000)" if epochs else "")
 
 
