@@ -217,5 +217,9 @@ def test_fig11_at_the_papers_lambda_c_horizon_adds_table_4s_own_pairing(tmp_path
     assert ratio["ours_ci"] == pytest.approx([bound / 0.05, bound / 0.01], rel=1e-4)
     main = rows["bound / empirical lambda_c at p_relax = 0.99, dense fit kappa"]  # T_max = the sweep's horizon
     assert main["ours"] == pytest.approx(4 * bound / 0.025, rel=1e-4)
+    # the paper's 0.78 is at T_max = 20,000: at 5,000 the row is context (no paper value, no verdict)
+    assert main["paper_value"] is None and pair["paper_value"] == 0.0124 and ratio["paper_value"] == 0.78
+    paper_at_5000 = -math.log(0.01) / (1e-3 * 18.6 * 5000)
+    assert f"bounds {paper_at_5000:.3g}" in main["note"]
     fig11.analyse(records, empirical, 250.0, "smoke", tmp_path / "smoke")
     assert not any("as Table 4" in r["quantity"] for r in json.loads((tmp_path / "smoke" / "rows.json").read_text()))
