@@ -20,7 +20,7 @@ from scipy.stats import t as student_t
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
-from grok_lightning.stats import cohens_d, fit_saturation_models, permutation_test
+from grok_lightning.stats import cohens_d, fit_saturation_models, permutation_p_floor, permutation_test
 from grok_lightning.stats.phases import history_curve, max_layer_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
@@ -171,13 +171,21 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     # a permutation p and a pooled sd need two runs on each side; the row says so rather than staying blank
     two_sided = across if perm is not None else join_notes(
         f"needs >= 2 finished runs on each side (real task at d/H {TRUE_DH}: {len(true)}, null: {len(null)})", across)
+    # with few runs no split of them can give p < 0.05: such a p is no evidence either way
+    floor = permutation_p_floor(len(true), len(null)) if perm is not None else 0.0
+    cannot_reject = floor > 0.05 and (
+        f"with {len(true)} real and {len(null)} null runs the smallest attainable p is 1/{round(1 / floor)} = "
+        f"{floor:.3g} > 0.05: the test cannot reject")
+    perm_note = two_sided if perm is None else join_notes(
+        f"mean difference {perm['obs_diff']:+.4f}, p {perm['p']:.3g} ({perm['n_perm']} permutations)", two_sided)
     rows = [
         row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null),
             note=_count_note(got, wanted, (TRUE_DH, True), note), invalid=invalid),
         row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true),
             ours_ci=_t_ci(true), note=_count_note(got, wanted, (TRUE_DH, False), note), invalid=invalid),
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
-            None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=two_sided, invalid=invalid),
+            None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=perm_note,
+            invalid=invalid or cannot_reject or None),
         row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], shown(d), profile, len(true) + len(null), note=two_sided,
             null=0.0, invalid=invalid),
         row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),

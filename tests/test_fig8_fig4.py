@@ -10,6 +10,7 @@ import pytest
 
 from grok_lightning.sweep.grid import load_sweep
 from reproduce import fig4, fig8
+from reproduce.report import verdict
 from tests.test_regimes import make_record
 
 
@@ -167,6 +168,25 @@ def test_fig4_with_one_run_per_bin_says_why_the_null_test_is_blank(tmp_path):
         assert rows[quantity]["note"].startswith("needs >= 2 finished runs on each side (real task at d/H 16: 1, null: 1); "
                                                  "3 of 5 planned runs finished")
     assert "3 of 5 planned runs finished" in rows["AIC-preferred d/H model"]["note"]
+
+
+def test_fig4_null_test_with_too_few_runs_to_reject_is_an_invalid_test(tmp_path):
+    """2 real vs 2 null runs: no split gives p below 1/6, so the p row is an invalid test (never
+    evidence either way); 3 vs 5 can reach 1/56 and is judged as usual. Cohen's d stays an estimate."""
+    real = lambda e: 0.06 + 0.001 * (e % 30 == 0)  # noqa: E731
+    null = lambda e: 0.03 + 0.001 * (e % 30 == 0)  # noqa: E731
+    quantity = "real vs null: permutation p (mean difference)"
+    for n_real, n_null, can_reject in ((2, 2, False), (3, 5, True)):
+        records = [_width_run(8, s, lambda e, s=s: real(e) + 1e-4 * s) for s in range(n_real)]
+        records += [_width_run(8, s, lambda e, s=s: null(e) + 1e-4 * s, random_labels=True) for s in range(n_null)]
+        out = tmp_path / f"{n_real}v{n_null}"
+        fig4.analyse(records, "medium", out, n_permutations=2000)
+        rows = {r["quantity"]: r for r in json.loads((out / "rows.json").read_text())}
+        assert rows[quantity]["ours"] is not None and rows[quantity]["note"].startswith("mean difference +0.0")
+        assert (rows[quantity]["invalid"] is None) == can_reject
+        assert verdict(rows[quantity]).startswith("invalid test") != can_reject
+        assert rows["real vs null: Cohen's d"]["invalid"] is None
+    assert "smallest attainable p is 1/6 = 0.167 > 0.05" in json.loads((tmp_path / "2v2" / "rows.json").read_text())[2]["invalid"]
 
 
 def test_fig4_on_a_smaller_model_or_a_short_horizon_is_an_invalid_test(tmp_path):

@@ -46,6 +46,7 @@ from .significance import (
     correct,
     paired_comparison,
     pearson_r,
+    permutation_p_floor,
     permutation_test,
 )
 
@@ -59,7 +60,7 @@ __all__ = [
     "P_RELAX_LEVELS", "PAPER_KAPPA", "PAPER_LR", "PAPER_T_MAX", "RelaxationFit", "adamw_bound",
     "adamw_bound_table", "fit_exponential_relaxation", "kappa_from_rate", "relaxation_curve",
     "PairedComparison", "PermutationResult", "cohens_d", "correct", "paired_comparison",
-    "pearson_r", "permutation_test",
+    "pearson_r", "permutation_p_floor", "permutation_test",
 ]
 
 # checkpoint spectra for the long-horizon figures: ESD alpha, the C1 / Table 3 identity

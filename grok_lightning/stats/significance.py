@@ -184,6 +184,19 @@ def permutation_test(x, y, n_permutations: int = 10000, seed: int = 42,
                              n_perm=n_permutations, alternative=alternative, n_x=nx, n_y=ny)
 
 
+def permutation_p_floor(n_x: int, n_y: int) -> float:
+    """The smallest p a permutation test of n_x against n_y distinct values can give: one split of
+    the C(n_x + n_y, n_x) is the observed one at its most extreme, p_min = 1 / C(n_x + n_y, n_x).
+    Below the significance level it must be for the test to be able to reject at all.
+
+    >>> permutation_p_floor(2, 2), round(permutation_p_floor(3, 5), 4)
+    (0.16666666666666666, 0.0179)
+    """
+    if n_x < 1 or n_y < 1:
+        raise ValueError("n_x and n_y must be >= 1")
+    return 1.0 / math.comb(n_x + n_y, n_x)
+
+
 def cohens_d(x, y) -> float:
     """Two-sample Cohen's d with the pooled (ddof = 1) standard deviation."""
     x = as_1d_float(x, "x")
