@@ -20,7 +20,7 @@ from scipy.stats import t as student_t
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
-from grok_lightning.stats import cohens_d, fit_saturation_models, permutation_p_floor, permutation_test
+from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, permutation_p_floor, permutation_test
 from grok_lightning.stats.phases import history_curve, max_layer_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
@@ -142,6 +142,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     true = peak[dh == TRUE_DH]
     perm = permutation_test(true, null, n_permutations=n_permutations).to_dict() if len(true) >= 2 and len(null) >= 2 else None
     d = cohens_d(true, null) if len(true) >= 2 and len(null) >= 2 else None
+    d_ci = list(cohens_d_ci(d, len(true), len(null))) if d is not None else None
     info = sweep_summary(done)
     details = (f"{info['text']}\nreal task at d/H = {TRUE_DH}: {np.round(true, 4).tolist()}; null: {np.round(null, 4).tolist()}; "
                f"AIC-best: {fit and fit['best']}\n{describe(_with_every_head_count(done))}")
@@ -186,8 +187,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
             None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=perm_note,
             invalid=invalid or cannot_reject or None),
-        row(PAPER, "real vs null: Cohen's d", PAPER_VALUES["d"], shown(d), profile, len(true) + len(null), note=two_sided,
-            null=0.0, invalid=invalid),
+        row(PAPER, "real vs null: Cohen's d (exact noncentral-t 95% CI)", PAPER_VALUES["d"], shown(d), profile,
+            len(true) + len(null), ours_ci=d_ci, note=two_sided, null=0.0, invalid=invalid),
         row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),
             note=join_notes(None if fit else "not fitted (< 3 bins)",
                             f"with the unbiased spread: {fit_unbiased['best'] if fit_unbiased else '-'}", across),
@@ -204,6 +205,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
                "peak_max_layer": max_layer.tolist(),
                "null": null.tolist(), "fit": fit, "fit_unbiased": fit_unbiased, "permutation": perm, "cohens_d": d,
+               "cohens_d_ci": d_ci,
                "sweep": info, "invalid": invalid, "unrun_bins": [list(k) for k in unrun], "runs": runs}
     write_outputs(out, summary, rows)
     return summary

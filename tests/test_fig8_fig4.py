@@ -163,7 +163,7 @@ def test_fig4_with_one_run_per_bin_says_why_the_null_test_is_blank(tmp_path):
     summary = fig4.analyse(records, "medium", tmp_path, n_permutations=200, planned=planned)
     assert summary["unrun_bins"] == [] and summary["permutation"] is None and summary["cohens_d"] is None
     rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
-    for quantity in ("real vs null: permutation p (mean difference)", "real vs null: Cohen's d"):
+    for quantity in ("real vs null: permutation p (mean difference)", "real vs null: Cohen's d (exact noncentral-t 95% CI)"):
         assert rows[quantity]["ours"] is None
         assert rows[quantity]["note"].startswith("needs >= 2 finished runs on each side (real task at d/H 16: 1, null: 1); "
                                                  "3 of 5 planned runs finished")
@@ -185,7 +185,8 @@ def test_fig4_null_test_with_too_few_runs_to_reject_is_an_invalid_test(tmp_path)
         assert rows[quantity]["ours"] is not None and rows[quantity]["note"].startswith("mean difference +0.0")
         assert (rows[quantity]["invalid"] is None) == can_reject
         assert verdict(rows[quantity]).startswith("invalid test") != can_reject
-        assert rows["real vs null: Cohen's d"]["invalid"] is None
+        d_row = rows["real vs null: Cohen's d (exact noncentral-t 95% CI)"]
+        assert d_row["invalid"] is None and d_row["ours_ci"][0] < d_row["ours"] < d_row["ours_ci"][1]
     assert "smallest attainable p is 1/6 = 0.167 > 0.05" in json.loads((tmp_path / "2v2" / "rows.json").read_text())[2]["invalid"]
 
 

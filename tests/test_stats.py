@@ -24,6 +24,7 @@ from grok_lightning.stats import (
     adamw_bound,
     adamw_bound_table,
     cohens_d,
+    cohens_d_ci,
     correct,
     fit_critical_weight_decay,
     fit_exponential_relaxation,
@@ -333,6 +334,25 @@ def test_permutation_test_sanity():
     assert greater.p < 0.01 and greater.obs_diff > 0
     with pytest.raises(ValueError):
         permutation_test(x, [np.nan], n_permutations=10)
+
+
+def test_cohens_d_ci_inverts_the_noncentral_t():
+    """The bounds put the observed t at the 2.5% / 97.5% points of the noncentral t; d = 0 gives a
+    symmetric interval; large samples approach d +- 1.96 sqrt((n_x + n_y) / (n_x n_y) + d^2 / (2 (n_x + n_y)))."""
+    from scipy import stats as sps
+
+    d, nx, ny = 1.107, 44, 15  # the paper's A3 comparison
+    lo, hi = cohens_d_ci(d, nx, ny)
+    scale = np.sqrt(nx * ny / (nx + ny))
+    assert sps.nct.cdf(d * scale, nx + ny - 2, lo * scale) == pytest.approx(0.975, abs=1e-6)
+    assert sps.nct.cdf(d * scale, nx + ny - 2, hi * scale) == pytest.approx(0.025, abs=1e-6)
+    lo0, hi0 = cohens_d_ci(0.0, 3, 3)
+    assert lo0 == pytest.approx(-hi0, abs=1e-9) and hi0 > 0
+    big = 2000
+    se = np.sqrt(2 / big + 0.25 / (4 * big))
+    assert cohens_d_ci(0.5, big, big) == pytest.approx((0.5 - 1.96 * se, 0.5 + 1.96 * se), abs=2e-3)
+    with pytest.raises(ValueError):
+        cohens_d_ci(1.0, 1, 1)
 
 
 def test_cohens_d_and_correct_and_pearson():
