@@ -171,7 +171,7 @@ def test_fig4_with_one_run_per_bin_says_why_the_null_test_is_blank(tmp_path):
 
 
 def test_fig4_null_test_with_too_few_runs_to_reject_is_an_invalid_test(tmp_path):
-    """2 real vs 2 null runs: no split gives p below 1/6, so the p row is an invalid test (never
+    """2 real vs 2 null runs: no split gives p below 2/6, so the p row is an invalid test (never
     evidence either way); 3 vs 5 can reach 1/56 and is judged as usual. Cohen's d stays an estimate."""
     real = lambda e: 0.06 + 0.001 * (e % 30 == 0)  # noqa: E731
     null = lambda e: 0.03 + 0.001 * (e % 30 == 0)  # noqa: E731
@@ -187,7 +187,7 @@ def test_fig4_null_test_with_too_few_runs_to_reject_is_an_invalid_test(tmp_path)
         assert verdict(rows[quantity]).startswith("invalid test") != can_reject
         d_row = rows["real vs null: Cohen's d (exact noncentral-t 95% CI)"]
         assert d_row["invalid"] is None and d_row["ours_ci"][0] < d_row["ours"] < d_row["ours_ci"][1]
-    assert "smallest attainable p is 1/6 = 0.167 > 0.05" in json.loads((tmp_path / "2v2" / "rows.json").read_text())[2]["invalid"]
+    assert "smallest attainable p is 0.333 > 0.05" in json.loads((tmp_path / "2v2" / "rows.json").read_text())[2]["invalid"]
 
 
 def test_fig4_on_a_smaller_model_or_a_short_horizon_is_an_invalid_test(tmp_path):

@@ -35,6 +35,7 @@ from grok_lightning.stats import (
     kappa_from_rate,
     paired_comparison,
     pearson_r,
+    permutation_p_floor,
     permutation_test,
     records_to_arrays,
     relaxation_curve,
@@ -353,6 +354,31 @@ def test_cohens_d_ci_inverts_the_noncentral_t():
     assert cohens_d_ci(0.5, big, big) == pytest.approx((0.5 - 1.96 * se, 0.5 + 1.96 * se), abs=2e-3)
     with pytest.raises(ValueError):
         cohens_d_ci(1.0, 1, 1)
+
+
+def test_cohens_d_ci_is_exact_for_two_runs_a_side_with_tight_seeds():
+    """2 vs 2 with d = 50 (df 2, t = 50): the bounds still put t at the 97.5% / 2.5% points of the
+    noncentral t, checked by integrating Phi(t sqrt(V / df) - ncp) over V ~ chi2(df) (no nct code)."""
+    from scipy import integrate
+    from scipy import stats as sps
+
+    def cdf(t, df, ncp):
+        f = lambda v: sps.norm.cdf(t * np.sqrt(v / df) - ncp) * sps.chi2.pdf(v, df)  # noqa: E731
+        return integrate.quad(f, 0, sps.chi2.ppf(1 - 1e-14, df), limit=500, points=[df])[0]
+
+    lo, hi = cohens_d_ci(50.0, 2, 2)  # scale sqrt(2 * 2 / 4) = 1: ncp = d
+    assert (lo, hi) == pytest.approx((7.90, 96.07), abs=0.01)
+    assert cdf(50.0, 2, lo) == pytest.approx(0.975, abs=1e-4) and cdf(50.0, 2, hi) == pytest.approx(0.025, abs=1e-4)
+
+
+def test_permutation_p_floor_is_what_the_permutation_test_reaches():
+    """Fully separated groups give the smallest p there is: 2/C two-sided with equal sizes (the
+    mirror split ties), 1/C otherwise; the Monte-Carlo p sits at that floor within its noise."""
+    for nx, ny in ((2, 2), (3, 3), (3, 5)):
+        x, y = np.arange(nx) + 100.0, np.arange(ny, dtype=float)
+        p = permutation_test(x, y, n_permutations=20000).p
+        assert p == pytest.approx(permutation_p_floor(nx, ny), abs=0.006)
+    assert permutation_p_floor(3, 3) == pytest.approx(0.1) and permutation_p_floor(3, 3, "greater") == pytest.approx(0.05)
 
 
 def test_cohens_d_and_correct_and_pearson():

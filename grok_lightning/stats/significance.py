@@ -185,17 +185,24 @@ def permutation_test(x, y, n_permutations: int = 10000, seed: int = 42,
                              n_perm=n_permutations, alternative=alternative, n_x=nx, n_y=ny)
 
 
-def permutation_p_floor(n_x: int, n_y: int) -> float:
-    """The smallest p a permutation test of n_x against n_y distinct values can give: one split of
-    the C(n_x + n_y, n_x) is the observed one at its most extreme, p_min = 1 / C(n_x + n_y, n_x).
-    Below the significance level it must be for the test to be able to reject at all.
+def permutation_p_floor(n_x: int, n_y: int, alternative: str = "two-sided") -> float:
+    """The smallest p an exact permutation test of n_x against n_y values can give (a lower bound:
+    the Monte-Carlo p of :func:`permutation_test` can fall a little below it by chance). Of the
+    C(n_x + n_y, n_x) splits, the observed one is at best the most extreme: p_min = 1 / C; two-sided
+    with n_x = n_y its mirror split has the same |difference|, so p_min = 2 / C. It must be below
+    the significance level for the test to be able to reject at all.
 
-    >>> permutation_p_floor(2, 2), round(permutation_p_floor(3, 5), 4)
-    (0.16666666666666666, 0.0179)
+    >>> permutation_p_floor(2, 2), permutation_p_floor(3, 3), round(permutation_p_floor(3, 5), 4)
+    (0.3333333333333333, 0.1, 0.0179)
+    >>> permutation_p_floor(2, 2, alternative="greater")
+    0.16666666666666666
     """
     if n_x < 1 or n_y < 1:
         raise ValueError("n_x and n_y must be >= 1")
-    return 1.0 / math.comb(n_x + n_y, n_x)
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError("alternative must be 'two-sided', 'greater' or 'less'")
+    ties = 2 if alternative == "two-sided" and n_x == n_y else 1
+    return ties / math.comb(n_x + n_y, n_x)
 
 
 def cohens_d(x, y) -> float:
@@ -217,9 +224,7 @@ def cohens_d_ci(d: float, n_x: int, n_y: int, level: float = 0.95) -> tuple[floa
     (Steiger & Fouladi 1997): t = d sqrt(n_x n_y / (n_x + n_y)) follows nct(df = n_x + n_y - 2,
     ncp = delta sqrt(n_x n_y / (n_x + n_y))); the bounds are the ncp at which the observed t sits at
     the upper and lower (1 - level) / 2 tails, scaled back to d. Hand-written: scipy has the
-    distribution but not the inversion. Where scipy's nct cannot be inverted (|t| in the hundreds,
-    a spread near zero), the large-sample interval d +- z sqrt((n_x + n_y) / (n_x n_y) +
-    d^2 / (2 (n_x + n_y))).
+    distribution but not the inversion.
 
     >>> lo, hi = cohens_d_ci(1.0, 20, 20)
     >>> round(lo, 2), round(hi, 2)
@@ -232,22 +237,21 @@ def cohens_d_ci(d: float, n_x: int, n_y: int, level: float = 0.95) -> tuple[floa
     scale = math.sqrt(n_x * n_y / (n_x + n_y))
     t, df, tail = d * scale, n_x + n_y - 2, (1 - level) / 2
 
-    # a bracket a few standard deviations of t wide: far out in ncp, scipy's nct.cdf can return NaN
-    spread = math.sqrt(1 + t * t / (2 * df))
+    spread = math.sqrt(1 + t * t / (2 * df))  # roughly the sd of t around its ncp
+
+    def cdf(ncp: float) -> float:
+        # far out in ncp scipy's nct.cdf can return NaN; there the cdf is at its limit (1 below t, 0 above)
+        value = float(sps.nct.cdf(t, df, ncp))
+        return value if math.isfinite(value) else float(ncp < t)
 
     def ncp_at(q: float) -> float:  # the ncp with P(T <= t | ncp) = q; that cdf falls as ncp rises
-        for k in (4.0, 8.0, 16.0, 32.0):
+        for k in (4.0, 8.0, 16.0, 32.0, 64.0):
             lo, hi = t - k * spread, t + k * spread
-            if sps.nct.cdf(t, df, lo) >= q >= sps.nct.cdf(t, df, hi):
-                return brentq(lambda ncp: sps.nct.cdf(t, df, ncp) - q, lo, hi)
+            if cdf(lo) >= q >= cdf(hi):
+                return brentq(lambda ncp: cdf(ncp) - q, lo, hi)
         raise ValueError(f"no noncentrality bracket found for t = {t:g}, df = {df}")
 
-    try:
-        return ncp_at(1 - tail) / scale, ncp_at(tail) / scale
-    except ValueError:  # |t| in the hundreds: the large-sample normal interval (Hedges & Olkin 1985)
-        se = math.sqrt((n_x + n_y) / (n_x * n_y) + d * d / (2 * (n_x + n_y)))
-        z = float(sps.norm.ppf(1 - tail))
-        return d - z * se, d + z * se
+    return ncp_at(1 - tail) / scale, ncp_at(tail) / scale
 
 
 def pearson_r(x, y) -> dict:
