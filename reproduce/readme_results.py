@@ -36,6 +36,8 @@ HEADLINES = (
     ("Fig. 4: the real task's peak sigma_H is above the random-label null (paper's model, 3,000 epochs)", "fig4",
      "real vs null: permutation p"),
     ("Fig. 4: peak sigma_H at d/H = 16 (8 heads): bin mean 0.113", "fig4", "peak sigma_H at d/H = 16 "),
+    ("Fig. 4: the same, pooling layers by their maximum (the paper does not say how it pools)", "fig4",
+     "peak sigma_H at d/H = 16, max_layer"),
     ("Fig. 4: peak sigma_H at d/H = 32 (4 heads): bin mean 0.099", "fig4", "peak sigma_H at d/H = 32 "),
     ("Fig. 5: critical weight decay lambda_c (paper's model, 5,000 epochs)", "fig5", "lambda_c, least-squares logistic"),
     ("Paper's model at lambda = 0.1 groks at epochs 860-1,130 (the horizon check)", "fig5",
