@@ -21,7 +21,7 @@ from scipy.stats import t as student_t
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, permutation_p_floor, permutation_test
-from grok_lightning.stats.phases import history_curve, max_layer_curve
+from grok_lightning.stats.phases import history_curve, max_layer_curve, pooled_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.common import cli, describe, parse_args, planned_configs, sweep_records, sweep_summary, write_outputs
@@ -33,6 +33,8 @@ PAPER_VALUES = {"dh": [2, 4, 8, 16, 32], "peak": [0.055, 0.062, 0.086, 0.113, 0.
                 "null_sd": 0.025, "true": 0.112, "perm_p": 0.0094, "d": 1.107}
 TRUE_DH = 16  # the real-task arm of the paper's null comparison is the canonical d/H = 16
 AFTER = 100  # the paper's amplitude statistic skips the first 100 epochs (reference a3 note)
+#: how else the layers' heads may be pooled (metrics/readings.py), rebuilt from the records' per-layer columns
+ALTERNATIVE_READINGS = ("max_layer", "pooled")
 CHECK_WORDS = {"flat": "peak sigma_H (epochs > 100) does not stand out of its trajectory",
                "edge": "the peak is the first or the last evaluation after epoch 100 (start-up transient or end of run)"}
 PAPER_SHAPE = {"d_model": 128, "n_layers": 4}
@@ -78,7 +80,8 @@ def planned_bins(profile: str) -> list[tuple[int, bool]]:
 def run_table(records: list[dict]) -> list[dict]:
     """Per run, in the records' order: H, d/H, labels, seed, precision, t_grok, the peak check
     of its sigma_H over epochs > 100 (its ``peak`` is the paper's amplitude statistic) under the
-    released and the ``max_layer`` reading, and the mean sigma_H over its last 500 epochs."""
+    released reading and the alternatives (:data:`ALTERNATIVE_READINGS`), and the mean sigma_H
+    over its last 500 epochs."""
     runs = []
     for r in records:
         m = r["config"]["model"]
@@ -89,6 +92,7 @@ def run_table(records: list[dict]) -> list[dict]:
                      "precision": r["config"].get("precision") or "32-true", "horizon": int(np.nanmax(epochs)),
                      "grok_epoch": r.get("grok_epoch"), "peak": peak_check(epochs, sigma, lo=AFTER).to_dict(),
                      "max_layer_peak": peak_check(*max_layer_curve(r["history"]), lo=AFTER).to_dict(),
+                     "pooled_peak": peak_check(*pooled_curve(r["history"]), lo=AFTER).to_dict(),
                      "late_mean": float(np.mean(sigma[late])) if late.any() else None})
     return runs
 
@@ -101,14 +105,16 @@ def run_markdown(runs: list[dict]) -> str:
              f"Peak = maximum of sigma_H over epochs > {AFTER} (the paper's statistic); it stands out when it passes "
              "stats/validity.py PEAK_RULE, and is on the edge when it is the first or last evaluation of that range.",
              "", "| H | d/H | labels | seed | precision | epochs | t_grok | peak sigma_H (epoch) | stands out / edge "
-                 f"| median after {AFTER} | mean, last 500 epochs | max_layer reading: peak (epoch), stands out | paper's bin mean |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                 f"| median after {AFTER} | mean, last 500 epochs | max_layer reading: peak (epoch), stands out "
+                 "| pooled reading: peak (epoch), stands out | paper's bin mean |",
+             "|---" * 14 + "|"]
     for r in sorted(runs, key=lambda r: (r["random_labels"], r["n_heads"], r["seed"])):
         p = r["peak"]
         lines.append(f"| {r['n_heads']} | {r['d_head']} | {'random' if r['random_labels'] else 'real'} | {r['seed']} | "
                      f"{r['precision']} | {r['horizon']} | {r['grok_epoch'] or '-'} | {f(p['peak'])} ({p['peak_epoch']}) | "
                      f"{p['stands_out']} / {p['on_edge']} | {f(p['median'])} | {f(r['late_mean'])} | "
-                     f"{f(r['max_layer_peak']['peak'])} ({r['max_layer_peak']['peak_epoch']}), {r['max_layer_peak']['stands_out']} | "
+                     + "".join(f"{f(r[k]['peak'])} ({r[k]['peak_epoch']}), {r[k]['stands_out']} | "
+                               for k in ("max_layer_peak", "pooled_peak")) +
                      f"{'-' if r['random_labels'] else f(paper.get(r['d_head']))} |")
     return "\n".join(lines) + "\n"
 
@@ -121,21 +127,24 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     out.mkdir(parents=True, exist_ok=True)
     done = [r for r in records if r["status"] == "completed"]
     runs = run_table(done)
-    peaks, dhs, null, unbiased, keys, max_layer = [], [], [], [], [], []
+    peaks, dhs, null, unbiased, keys = [], [], [], [], []
+    alternative = {reading: ([], []) for reading in ALTERNATIVE_READINGS}  # (real, null) peaks per reading
     for r in runs:
         peak = r["peak"]["peak"]
         if not np.isfinite(peak):
             continue
         keys.append((r["d_head"], r["random_labels"]))
+        for reading, (real_peaks, null_peaks) in alternative.items():
+            (null_peaks if r["random_labels"] else real_peaks).append(r[f"{reading}_peak"]["peak"])
         if r["random_labels"]:
             null.append(peak)
         else:
             peaks.append(peak)
             unbiased.append(peak * unbiased_std_factor(r["n_heads"]))
-            max_layer.append(r["max_layer_peak"]["peak"])
             dhs.append(r["d_head"])
     dh, peak, null = np.asarray(dhs, float), np.asarray(peaks, float), np.asarray(null, float)
-    unbiased, max_layer = np.asarray(unbiased, float), np.asarray(max_layer, float)
+    unbiased = np.asarray(unbiased, float)
+    alternative = {k: (np.asarray(a, float), np.asarray(b, float)) for k, (a, b) in alternative.items()}
     enough = len(set(dhs)) >= 3 and len(dh) >= 4
     fit = fit_saturation_models(dh, peak) if enough else None
     fit_unbiased = fit_saturation_models(dh, unbiased) if enough else None
@@ -201,9 +210,11 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
                         _mean(peak[inside]), profile, int(inside.sum()), ours_ci=_t_ci(peak[inside]),
                         note=_count_note(got, wanted, (b, False), f"unbiased: {_fmt(_mean(unbiased[inside]))}; {note}"),
                         invalid=invalid))
-    rows += _max_layer_rows(dh, max_layer, got, wanted, profile, note, invalid)
+    for reading, (real_peaks, null_peaks) in alternative.items():
+        rows += _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid)
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
-               "peak_max_layer": max_layer.tolist(),
+               **{f"peak_{k}": a.tolist() for k, (a, _) in alternative.items()},
+               **{f"null_{k}": b.tolist() for k, (_, b) in alternative.items()},
                "null": null.tolist(), "fit": fit, "fit_unbiased": fit_unbiased, "permutation": perm, "cohens_d": d,
                "cohens_d_ci": d_ci,
                "sweep": info, "invalid": invalid, "unrun_bins": [list(k) for k in unrun], "runs": runs}
@@ -211,17 +222,26 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     return summary
 
 
-def _max_layer_rows(dh, max_layer, got, wanted, profile, note, invalid) -> list[dict]:
-    """Each bin's mean peak under the ``max_layer`` reading (the highest per-layer sigma_H): the
-    paper does not say how it pools layers (docs/decisions.md, readings); the released mean over
-    layers stays the headline, this one is reported beside it."""
-    rows = []
-    for b in sorted({int(x) for x in dh[np.isfinite(max_layer)]}):
-        inside = (dh == b) & np.isfinite(max_layer)
-        paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(b)
-        rows.append(row(PAPER, f"peak sigma_H at d/H = {b}, max_layer reading (alternative; bin mean, t 95% CI)",
-                        paper_value, _mean(max_layer[inside]), profile, int(inside.sum()), ours_ci=_t_ci(max_layer[inside]),
-                        note=_count_note(got, wanted, (b, False), f"the paper does not say how layers are pooled; {note}"),
+def _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid) -> list[dict]:
+    """Each bin's mean peak and the null's under an alternative reading (``max_layer``: the highest
+    per-layer sigma_H; ``pooled``: the spread over all L x H heads): the paper does not say how it
+    pools layers (docs/decisions.md, readings); the released mean over layers stays the headline,
+    these are reported beside it."""
+    rows, where = [], f"the paper does not say how layers are pooled; {note}"
+    paper_peaks = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"]))
+    for b in sorted({int(x) for x in dh[np.isfinite(real_peaks)]}):
+        inside = (dh == b) & np.isfinite(real_peaks)
+        rows.append(row(PAPER, f"peak sigma_H at d/H = {b}, {reading} reading (alternative; bin mean, t 95% CI)",
+                        paper_peaks.get(b), _mean(real_peaks[inside]), profile, int(inside.sum()),
+                        ours_ci=_t_ci(real_peaks[inside]), note=_count_note(got, wanted, (b, False), where), invalid=invalid))
+    null_peaks = null_peaks[np.isfinite(null_peaks)]
+    if len(null_peaks):
+        true = real_peaks[(dh == TRUE_DH) & np.isfinite(real_peaks)]
+        gap = f"real d/H {TRUE_DH} minus null: {_mean(true) - _mean(null_peaks):+.4f}" if len(true) else ""
+        paper_gap = f"paper {PAPER_VALUES['true']} - {PAPER_VALUES['null']} = {PAPER_VALUES['true'] - PAPER_VALUES['null']:+.3f}"
+        rows.append(row(PAPER, f"random-label null peak sigma_H (mean), {reading} reading (alternative)", PAPER_VALUES["null"],
+                        _mean(null_peaks), profile, len(null_peaks), ours_ci=_t_ci(null_peaks),
+                        note=_count_note(got, wanted, (TRUE_DH, True), join_notes(gap and f"{gap} ({paper_gap})", where)),
                         invalid=invalid))
     return rows
 

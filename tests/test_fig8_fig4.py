@@ -132,6 +132,7 @@ def test_fig4_at_the_papers_width_reports_missing_bins_and_whether_maxima_are_pe
                _width_run(8, 7, lambda e: 0.03 + 0.001 * (e % 30 == 0), random_labels=True)]
     h = records[0]["history"]  # per-layer columns: the max_layer reading takes the higher layer
     h["layer_0/entropy_std"], h["layer_1/entropy_std"] = [2 * v for v in h["entropy_std"]], [0.5 * v for v in h["entropy_std"]]
+    h["layer_0/entropy_mean"], h["layer_1/entropy_mean"] = [1.0] * len(h["epoch"]), [1.0] * len(h["epoch"])
     planned = [(32, False), (32, False), (4, False), (16, False), (16, True), (16, True)]
     summary = fig4.analyse(records, "medium", tmp_path, n_permutations=200, planned=planned)
     assert summary["invalid"] is None  # the paper's model over the Phase-2 window: the paper's statistic
@@ -149,6 +150,10 @@ def test_fig4_at_the_papers_width_reports_missing_bins_and_whether_maxima_are_pe
     alt = rows["peak sigma_H at d/H = 32, max_layer reading (alternative; bin mean, t 95% CI)"]
     assert alt["ours"] == pytest.approx(0.262, abs=0.004) and alt["n"] == 1
     assert not any(q.startswith("peak sigma_H at d/H = 4, max_layer") for q in rows)  # no per-layer columns there
+    # pooled over both layers' heads (equal layer means): sqrt((2^2 + 0.5^2) / 2) times the released value
+    pooled = rows["peak sigma_H at d/H = 32, pooled reading (alternative; bin mean, t 95% CI)"]
+    assert pooled["ours"] == pytest.approx(0.131 * np.sqrt(2.125), abs=0.003) and pooled["n"] == 1
+    assert not any(q.startswith("random-label null peak sigma_H (mean), pooled") for q in rows)  # the null has none
     null_row = rows["random-label null peak sigma_H (mean)"]
     assert null_row["n"] == 1 and null_row["note"].startswith("1 of 2 planned runs finished")
     assert rows["AIC-preferred d/H model"]["note"].count("not run here yet: no finished run at d/H 16") == 1

@@ -54,6 +54,31 @@ def max_layer_curve(history: dict, key: str = "entropy_std") -> tuple[np.ndarray
     return epochs, values
 
 
+def pooled_curve(history: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, sigma_H pooled over all L x H heads)``: the ``pooled`` reading of
+    :mod:`grok_lightning.metrics.readings` rebuilt exactly from a record's per-layer columns. With
+    the same H in every layer, the population variance over all heads is the mean of the per-layer
+    variances plus the variance of the per-layer means::
+
+        sigma_pooled^2 = mean_l(sigma_l^2) + mean_l((m_l - mean(m))^2)
+
+    (``layer_<l>/entropy_std`` = sigma_l, ``layer_<l>/entropy_mean`` = m_l). NaN at an epoch where
+    any layer's value is missing, all NaN when the history has no per-layer columns.
+
+    >>> h = {"epoch": [0], "layer_0/entropy_std": [0.0], "layer_0/entropy_mean": [1.0],
+    ...      "layer_1/entropy_std": [0.0], "layer_1/entropy_mean": [2.0]}
+    >>> pooled_curve(h)[1]  # two layers of identical heads, means 1 and 2: std over all heads 0.5
+    array([0.5])
+    """
+    epochs = np.asarray(history["epoch"], dtype=float)
+    layers = sorted(k.split("/")[0] for k in history if k.startswith("layer_") and k.endswith("/entropy_std"))
+    if not layers or any(f"{layer}/entropy_mean" not in history for layer in layers):
+        return epochs, np.full(len(epochs), np.nan)
+    sigma = np.vstack([history_curve(history, f"{layer}/entropy_std")[1] for layer in layers])
+    means = np.vstack([history_curve(history, f"{layer}/entropy_mean")[1] for layer in layers])
+    return epochs, np.sqrt(np.mean(sigma**2, axis=0) + np.var(means, axis=0))
+
+
 def peak_entropy_std(history: dict, after_epoch: int = 100) -> tuple[float, int | None]:
     """``(max sigma_H over epochs > after_epoch, its epoch)``; ``(nan, None)`` if none.
 
