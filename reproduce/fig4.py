@@ -161,7 +161,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         f">= {per_bin} seeds per bin, null n = {len(null)} (paper: d 128, 4 layers, H 4-64, horizon not stated, n = 44 + 15 null)"
         + ("; a pipeline check: 2-vs-2 seeds cannot reach p < 0.05 and 200 epochs end before Phase 2"
            if profile == "smoke" else ""))
-    fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), unbiased)
+    fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), unbiased,
+                            alternative, TRUE_DH)
     fig.savefig(out / "fig4_head_width.png", dpi=130)
     figure_head_width_curves(done, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), AFTER).savefig(
         out / "fig4_curves.png", dpi=120)

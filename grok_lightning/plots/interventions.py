@@ -48,9 +48,11 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
 
 
 def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: np.ndarray, paper: dict, caption_text: str,
-                      unbiased: np.ndarray | None = None):
+                      unbiased: np.ndarray | None = None, alternatives: dict | None = None, null_dh: float = 16):
     """Fig. 4: peak sigma_H per run vs d/H (log2 x), bin means, the saturating fit, the null band;
-    with ``unbiased``, the bin means with the unbiased spread over heads as well (hollow)."""
+    with ``unbiased``, the bin means with the unbiased spread over heads as well (hollow); with
+    ``alternatives`` (``{reading: (real peaks aligned with dh, null peaks)}``), each reading's bin
+    means (dash-dot) and its null mean as a triangle at ``null_dh``."""
     fig, ax = plt.subplots(figsize=(10, 4.6))
     ax.scatter(dh, peak, color="tab:blue", alpha=0.6, label=f"runs (n = {len(peak)})")
     bins = sorted(set(dh.tolist()))
@@ -59,6 +61,16 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
     if unbiased is not None and len(unbiased):
         ax.plot(bins, [float(np.mean(unbiased[dh == b])) for b in bins], "o--", color="tab:blue",
                 markerfacecolor="none", label="bin mean, unbiased std over heads")
+    for (reading, (real, null_peaks)), color in zip((alternatives or {}).items(), ("tab:green", "tab:purple")):
+        seen = np.isfinite(real)
+        if seen.any():
+            at = sorted(set(dh[seen].tolist()))
+            ax.plot(at, [float(np.mean(real[seen & (dh == b)])) for b in at], "o-.", color=color, markersize=4,
+                    label=f"bin mean, {reading} reading")
+        null_peaks = np.asarray(null_peaks, float)[np.isfinite(null_peaks)]
+        if len(null_peaks):
+            ax.plot([null_dh], [float(np.mean(null_peaks))], "v", color=color, markerfacecolor="none", markersize=8,
+                    label=f"random-label null, {reading} reading (n = {len(null_peaks)})")
     sat = (fit or {}).get("models", {}).get("saturating_exp", {})
     if sat.get("params"):
         p = sat["params"]
