@@ -35,6 +35,8 @@ HEADLINES = (
      "Cohen's d, peak sigma_H on (E,"),
     ("Fig. 4: the real task's peak sigma_H is above the random-label null (paper's model, 3,000 epochs)", "fig4",
      "real vs null: permutation p"),
+    ("Fig. 4: the same, as an effect size: Cohen's d of real (d/H = 16) against null peaks", "fig4",
+     "real vs null: Cohen's d"),
     ("Fig. 4: peak sigma_H at d/H = 16 (8 heads): bin mean 0.113", "fig4", "peak sigma_H at d/H = 16 "),
     ("Fig. 4: the same, pooling layers by their maximum (the paper does not say how it pools)", "fig4",
      "peak sigma_H at d/H = 16, max_layer"),
