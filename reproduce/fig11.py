@@ -108,7 +108,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
     per_seed = {r["config"]["seed"]: {**_fits(r), "run": r} for r in runs}
     lr = runs[0]["config"]["model"]["lr"]
     ci = empirical.get("wd_c_ci")
-    ci = tuple(ci) if ci and all(v is not None and np.isfinite(v) for v in ci) else None
+    ci = _finite_ci(ci)
     kappa, kappa_ci, tables = {}, {}, {}
     for how in ("dense", "paper"):
         kappa[how], kappa_ci[how] = median_ci([v[how]["kappa"] for v in per_seed.values()])
@@ -269,8 +269,8 @@ def _bound_pair(at_099: dict, label: str, empirical: dict, profile: str, n: int,
     """The bound row and the ratio row (against the paper's Table-4 values when ``compare``); the
     ratio's interval is the bound over lambda_c's interval (kappa's own spread is not in it: one
     seed in medium)."""
-    bound, ci = _num(at_099.get("wd_c_bound")), empirical.get("wd_c_ci")
-    has_ci = bool(ci) and all(v is not None and np.isfinite(v) for v in ci)
+    bound, ci = _num(at_099.get("wd_c_bound")), _finite_ci(empirical.get("wd_c_ci"))
+    has_ci = ci is not None
     ratio_ci = [bound / ci[1], bound / ci[0]] if bound is not None and has_ci and min(ci) > 0 else None
     return [
         row(PAPER, f"AdamW bound lambda_c at p_relax = 0.99, {label}", PAPER_VALUES["bound_099"] if compare else None,
@@ -283,6 +283,11 @@ def _bound_pair(at_099: dict, label: str, empirical: dict, profile: str, n: int,
                             ratio_ci and "interval: the bound over that of lambda_c",
                             f"bound inside its CI: {at_099.get('in_ci')}", where)),
     ]
+
+
+def _finite_ci(ci) -> tuple[float, float] | None:
+    """The interval as a tuple when both ends are finite numbers, else None."""
+    return tuple(ci) if ci and all(v is not None and np.isfinite(v) for v in ci) else None
 
 
 def _num(x):

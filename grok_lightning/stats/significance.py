@@ -148,6 +148,11 @@ class PermutationResult:
         return nan_to_none(dict(self.__dict__))
 
 
+def _check_alternative(alternative: str) -> None:
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError("alternative must be 'two-sided', 'greater' or 'less'")
+
+
 def permutation_test(x, y, n_permutations: int = 10000, seed: int = 42,
                      alternative: str = "two-sided") -> PermutationResult:
     """Permutation test of mean(x) - mean(y) with the +1 correction (p >= 1/(n_perm + 1)).
@@ -156,8 +161,7 @@ def permutation_test(x, y, n_permutations: int = 10000, seed: int = 42,
     >>> r.obs_diff, r.p < 0.05
     (4.0, True)
     """
-    if alternative not in ("two-sided", "greater", "less"):
-        raise ValueError("alternative must be 'two-sided', 'greater' or 'less'")
+    _check_alternative(alternative)
     if n_permutations < 1:
         raise ValueError("n_permutations must be >= 1")
     x = as_1d_float(x, "x")
@@ -199,8 +203,7 @@ def permutation_p_floor(n_x: int, n_y: int, alternative: str = "two-sided") -> f
     """
     if n_x < 1 or n_y < 1:
         raise ValueError("n_x and n_y must be >= 1")
-    if alternative not in ("two-sided", "greater", "less"):
-        raise ValueError("alternative must be 'two-sided', 'greater' or 'less'")
+    _check_alternative(alternative)
     ties = 2 if alternative == "two-sided" and n_x == n_y else 1
     return ties / math.comb(n_x + n_y, n_x)
 
