@@ -28,6 +28,8 @@ from reproduce.common import cli, describe, parse_args, planned_configs, sweep_r
 from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 4"
+#: the level at which the real-vs-null permutation test rejects (the paper's)
+ALPHA = 0.05
 #: bin means read off the paper's Fig. 4, the null and the permutation test (a3_perm_test.json)
 PAPER_VALUES = {"dh": [2, 4, 8, 16, 32], "peak": [0.055, 0.062, 0.086, 0.113, 0.099], "null": 0.087,
                 "null_sd": 0.025, "true": 0.112, "perm_p": 0.0094, "d": 1.107}
@@ -184,8 +186,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         f"needs >= 2 finished runs on each side (real task at d/H {TRUE_DH}: {len(true)}, null: {len(null)})", across)
     # with few runs no split of them can give p < 0.05: such a p is no evidence either way
     floor = permutation_p_floor(len(true), len(null)) if perm is not None else 0.0
-    cannot_reject = floor > 0.05 and (
-        f"with {len(true)} real and {len(null)} null runs the smallest attainable p is {floor:.3g} > 0.05: "
+    cannot_reject = floor > ALPHA and (
+        f"with {len(true)} real and {len(null)} null runs the smallest attainable p is {floor:.3g} > {ALPHA:g}: "
         "the test cannot reject")
     perm_note = two_sided if perm is None else join_notes(
         f"mean difference {perm['obs_diff']:+.4f}, p {perm['p']:.3g} ({perm['n_perm']} permutations)", two_sided)
@@ -196,7 +198,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
             ours_ci=_t_ci(true), note=_count_note(got, wanted, (TRUE_DH, False), note), invalid=invalid),
         row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
             None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=perm_note,
-            invalid=invalid or cannot_reject or None),
+            invalid=invalid or cannot_reject or None, alpha=ALPHA, same_sign=perm is None or perm["obs_diff"] > 0),
         row(PAPER, "real vs null: Cohen's d (exact noncentral-t 95% CI)", PAPER_VALUES["d"], shown(d), profile,
             len(true) + len(null), ours_ci=d_ci, note=two_sided, null=0.0, invalid=invalid),
         row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),

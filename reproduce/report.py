@@ -34,12 +34,16 @@ VERDICTS = ("matches the paper in number", "same direction, different size", "no
 
 
 def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=None, ours_ci=None, note: str = "",
-        null=None, invalid: str | None = None, tolerance: float | None = None) -> dict:
+        null=None, invalid: str | None = None, tolerance: float | None = None, alpha: float | None = None,
+        same_sign: bool = True) -> dict:
     """One report row; ``null``: the no-effect value of the quantity (direction verdicts);
     ``invalid``: why the design cannot show the effect (the verdict is then ``invalid test``);
-    ``tolerance``: a stated goal (``|ours - paper| <= tolerance`` matches) for rows without CIs."""
+    ``tolerance``: a stated goal (``|ours - paper| <= tolerance`` matches) for rows without CIs;
+    ``alpha``: the row is a p-value tested at this level, and ``same_sign`` says whether our effect
+    has the paper's sign (a p's size follows the number of runs, so only the decision is compared)."""
     return dict(paper=paper, quantity=quantity, paper_value=paper_value, paper_ci=paper_ci, ours=ours,
-                ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, tolerance=tolerance)
+                ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, tolerance=tolerance,
+                alpha=alpha, same_sign=same_sign)
 
 
 def join_notes(*parts) -> str:
@@ -84,6 +88,17 @@ def _named(r: dict) -> str:
     return "matches the paper in number" if ours == paper else f"not reproduced: {ours} vs {paper}"
 
 
+def _p_verdict(ours: float, paper: float, alpha: float, same_sign: bool) -> str:
+    """A p-value row: whether each test rejects at ``alpha``, and in which direction."""
+    if ours < alpha and not same_sign:
+        return f"not reproduced: p {ours:.3g} < {alpha:g} with the opposite sign"
+    if (ours < alpha) != (paper < alpha):
+        return f"not reproduced: p {ours:.3g} against the paper's {paper:.3g} at level {alpha:g}"
+    if ours < alpha:
+        return f"same direction, different size: both p < {alpha:g} (the size of a p follows the number of runs)"
+    return f"matches the paper in number: neither p is below {alpha:g}"
+
+
 def verdict(r: dict) -> str:
     """The row's verdict in the one vocabulary (module docstring), with its reason.
 
@@ -101,6 +116,10 @@ def verdict(r: dict) -> str:
     'matches the paper in number: 6/6 (Wilson 95% [0.61, 1.00]) vs 20/20 (A, B)'
     >>> verdict(row("p", "q", 174, 174.0, "medium", 15)), verdict(row("p", "q", 0.8, 0.7982, "medium", 5))
     ('matches the paper in number: equal at the printed precision', 'matches the paper in number: equal at the printed precision')
+    >>> verdict(row("p", "q", 0.0094, 0.027, "medium", 7, alpha=0.05))
+    'same direction, different size: both p < 0.05 (the size of a p follows the number of runs)'
+    >>> verdict(row("p", "q", 0.0094, 0.027, "medium", 7, alpha=0.05, same_sign=False))
+    'not reproduced: p 0.027 < 0.05 with the opposite sign'
     """
     if r.get("invalid"):
         return f"invalid test: {r['invalid']}"
@@ -111,6 +130,8 @@ def verdict(r: dict) -> str:
         return "not run here"
     if not _finite(paper):
         return "-"
+    if _finite(r.get("alpha")):
+        return _p_verdict(ours, paper, r["alpha"], r.get("same_sign", True))
     has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)
     if has(ours_ci) and has(paper_ci):
         match, how = ours_ci[0] <= paper_ci[1] and paper_ci[0] <= ours_ci[1], ("CIs overlap", "CIs differ")

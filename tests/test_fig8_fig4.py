@@ -195,6 +195,22 @@ def test_fig4_null_test_with_too_few_runs_to_reject_is_an_invalid_test(tmp_path)
     assert "smallest attainable p is 0.333 > 0.05" in json.loads((tmp_path / "2v2" / "rows.json").read_text())[2]["invalid"]
 
 
+@pytest.mark.parametrize("real_level, expected", [
+    (0.06, "same direction, different size: both p < 0.05"),  # real above null, as the paper
+    (0.01, "not reproduced: p"),  # real below null: significant, but with the opposite sign
+    (0.03, "not reproduced: p"),  # real = null: no rejection where the paper rejects
+])
+def test_fig4_null_test_p_is_judged_by_its_decision_and_sign(tmp_path, real_level, expected):
+    """A p's size follows the number of runs (ours 3 + 5, the paper's 44 + 15), so the p row compares
+    whether each test rejects at 0.05 and in which direction, never the p values in number."""
+    records = [_width_run(8, s, lambda e, s=s: real_level + 1e-3 * s + 1e-4 * (e % 30 == 0)) for s in range(3)]
+    records += [_width_run(8, s, lambda e, s=s: 0.03 + 1e-3 * s + 1e-4 * (e % 30 == 0), random_labels=True)
+                for s in range(5)]
+    fig4.analyse(records, "medium", tmp_path, n_permutations=2000)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    assert verdict(rows["real vs null: permutation p (mean difference)"]).startswith(expected)
+
+
 def test_fig4_on_a_smaller_model_or_a_short_horizon_is_an_invalid_test(tmp_path):
     short = _width_run(8, 7, lambda e: 0.03)
     short["config"]["max_epochs"] = 600
