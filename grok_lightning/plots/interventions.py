@@ -99,7 +99,7 @@ def figure_head_width_curves(records: list[dict], paper: dict, caption_text: str
     """The trajectories behind Fig. 4: every run's sigma_H (top) and s_bar (bottom) against epoch,
     coloured by head count, the random-label null dashed, and the paper's Fig. 4 bin mean at each
     run's d/H dotted, so that a reader sees whether the scored maximum is a peak."""
-    fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(11.5, 7.5), sharex=True)
     heads = sorted({r["config"]["model"]["n_heads"] for r in records})
     colors = dict(zip(heads, plt.cm.viridis(np.linspace(0, 0.9, len(heads)))))
     paper_peak = dict(zip(paper["dh"], paper["peak"]))
@@ -119,5 +119,6 @@ def figure_head_width_curves(records: list[dict], paper: dict, caption_text: str
     axes[0].set_ylabel(r"$\sigma_H$ (dotted: paper's Fig. 4 bin mean at that d/H)", fontsize=9)
     axes[1].set_ylabel(r"$\bar s$", fontsize=9)
     axes[1].set_xlabel(f"epoch (grey: the peak statistic starts after epoch {after})")
-    axes[0].legend(fontsize=6.5, loc="upper right", ncol=2)
+    # beside the panel, not on it: with every run drawn, a legend inside hides the peaks it labels
+    axes[0].legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return finish(fig, "Fig. 4 trajectories: sigma_H and s_bar by head count", caption_text, bottom=0.11)
