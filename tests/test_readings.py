@@ -13,9 +13,11 @@ from grok_lightning.metrics.readings import (
     READINGS,
     AttentionReadings,
     attention_readings,
+    head_entropies,
     merge_reading_states,
     reading_state,
     reading_values,
+    sigma_h_bound,
 )
 from grok_lightning.models.transformer import DecoderTransformer
 from grok_lightning.run import run_config
@@ -47,6 +49,7 @@ def _numpy_readings(layers: list[torch.Tensor]) -> dict:
     s, h = per_layer(slice(0, t))
     out["released"] = (s.mean(), h.mean())
     out["max_layer"] = (s.min(), h.max())
+    out["sum_layers"] = (s.mean(), h.sum())
     pooled = a.transpose(0, 2, 1, 3, 4).reshape(n_layers * heads, -1)
     out["pooled"] = (cos_mean(pooled), entropy.mean(axis=(1, 3)).reshape(-1).std())
     per_example = [[cos_mean(a[layer, b].reshape(heads, -1)) for b in range(batch)] for layer in range(n_layers)]
@@ -113,6 +116,56 @@ def test_states_merge_into_the_union_and_chunks_add_up():
         metric.update(_attention(5, heads=2))
 
 
+def test_head_entropies_are_the_numbers_behind_every_sigma_h():
+    layers = _attention(8, layers=4, heads=8)
+    per_head = head_entropies(reading_state(layers)).numpy()  # (L, H)
+    values = attention_readings(layers)
+    assert per_head.shape == (4, 8)
+    assert values["released"]["entropy_std"] == pytest.approx(per_head.std(axis=1).mean(), rel=1e-12)
+    assert values["sum_layers"]["entropy_std"] == pytest.approx(4 * values["released"]["entropy_std"], rel=1e-12)
+    assert values["pooled"]["entropy_std"] == pytest.approx(per_head.std(), rel=1e-12)
+
+
+def _extreme_attention(layers: int, heads: int, seq: int, causal: bool) -> list[torch.Tensor]:
+    """Half the heads of every layer uniform over the keys they see, half on one key: each head's
+    mean entropy at its largest or 0, the spread that attains the bound."""
+    visible = torch.ones(seq, seq).tril() if causal else torch.ones(seq, seq)
+    uniform = visible / visible.sum(-1, keepdim=True)
+    one_key = torch.zeros(seq, seq)
+    one_key[:, 0] = 1
+    layer = torch.stack([uniform if h % 2 == 0 else one_key for h in range(heads)]).expand(5, heads, seq, seq)
+    return [layer] * layers
+
+
+@pytest.mark.parametrize("seq, causal", [(3, True), (4, True), (3, False)])
+@pytest.mark.parametrize("reading", ["released", "max_layer", "pooled", "sum_layers", "per_row", "last_row"])
+def test_the_bound_holds_for_random_attention_and_is_attained(reading, seq, causal):
+    """No attention exceeds a reading's bound; half-uniform, half-one-key heads reach it."""
+    bound = sigma_h_bound(reading, seq_len=seq, causal=causal, n_layers=3, n_heads=4)
+    mask = torch.ones(seq, seq, dtype=torch.bool).triu(1) if causal else torch.zeros(seq, seq, dtype=torch.bool)
+    g = torch.Generator().manual_seed(seq)
+    for _ in range(20):
+        layers = [(6 * torch.randn(7, 4, seq, seq, generator=g)).masked_fill(mask, float("-inf")).softmax(-1)
+                  for _ in range(3)]
+        assert attention_readings(layers)[reading]["entropy_std"] <= bound + 1e-9
+    extreme = attention_readings(_extreme_attention(3, 4, seq, causal))[reading]["entropy_std"]
+    assert extreme == pytest.approx(bound, rel=1e-6)
+
+
+def test_the_bound_of_the_papers_inputs():
+    """``[a, b, =]`` under a causal mask, 4 layers x 8 heads: the per-layer readings stop at
+    (ln 2 + ln 3) / 6 = 0.2986 nats; the summed one at 4 times that."""
+    assert sigma_h_bound("released") == pytest.approx(np.log(6) / 6, rel=1e-12)
+    assert sigma_h_bound("pooled") == pytest.approx(np.log(6) / 6, rel=1e-12)
+    assert sigma_h_bound("sum_layers") == pytest.approx(4 * np.log(6) / 6, rel=1e-12)
+    assert sigma_h_bound("released", n_heads=3) == pytest.approx(np.log(6) / 6 * np.sqrt(8 / 9), rel=1e-12)
+    assert sigma_h_bound("released", n_heads=1) == 0.0
+    with pytest.raises(ValueError, match="reading"):
+        sigma_h_bound("bits")
+    with pytest.raises(ValueError, match="seq_len"):
+        sigma_h_bound("released", seq_len=0)
+
+
 def test_one_head_gives_nan_for_the_pairwise_readings():
     """One head per layer: no pair within a layer (NaN); pooling the 3 layers gives 3 heads."""
     values = attention_readings(_attention(6, heads=1))
@@ -127,6 +180,11 @@ def test_the_run_records_every_reading_on_four_input_sets(tiny):
     history = run_config(config)["history"]
     keys = [k for k in history if k.startswith("reading/")]
     assert len(keys) == 4 * len(READINGS) * 2
+    heads = [k for k in history if k.startswith("head_entropy/")]
+    n_layers, n_heads = config["model"]["init_args"]["n_layers"], config["model"]["init_args"]["n_heads"]
+    assert len(heads) == n_layers * n_heads
+    per_head = np.array([[history[f"head_entropy/layer_{l}/head_{h}"][-1] for h in range(n_heads)] for l in range(n_layers)])
+    assert per_head.std(axis=1).mean() == pytest.approx(history["entropy_std"][-1], rel=1e-6)
     for column in ("reading/test/released/mean_similarity", "reading/test/released/entropy_std"):
         assert history[column] == pytest.approx(history[column.split("/")[-1]], rel=1e-12)
     assert all(np.isfinite(history[k]).all() for k in keys)

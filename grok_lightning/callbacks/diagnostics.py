@@ -15,7 +15,8 @@ after grokking is the one the paper is about, and a cadence alone can miss it.
 With ``readings`` on it also records s_bar and sigma_H under every reading of
 :mod:`grok_lightning.metrics.readings` on four input sets: the test split, the train split, all
 ``p^2`` pairs (train + test) and a fixed batch (the first ``readings_batch`` examples of the
-train split, itself a seeded random subset), as ``reading/<input set>/<reading>/<name>``. The
+train split, itself a seeded random subset), as ``reading/<input set>/<reading>/<name>``, and every
+head's mean row entropy on the test split as ``head_entropy/layer_<l>/head_<h>``. The
 train split's attention comes from the same evaluation forward, so no forward is added.
 
 On architectures without attention (MLP, LSTM, Mamba), or any module without ``has_attention``,
@@ -36,7 +37,7 @@ from grok_lightning.metrics import AttentionStatistics
 from grok_lightning.metrics.functional import _cosine_from_gram
 from grok_lightning.metrics.head_outputs import head_output_values
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
-from grok_lightning.metrics.readings import merge_reading_states, reading_state, reading_values
+from grok_lightning.metrics.readings import head_entropies, merge_reading_states, reading_state, reading_values
 
 __all__ = ["AttentionDiagnostics"]
 
@@ -54,7 +55,8 @@ class AttentionDiagnostics(Callback):
             nearest the paper's Table 3, whose head outputs are read from the same forward
             (``examples`` needs the attention alone); the record says which one.
         readings: also record every reading of s_bar and sigma_H on the four input sets
-            (module docstring); off by default (48 numbers per evaluation).
+            and every head's mean entropy (module docstring); off by default (56 readings and
+            ``L H`` head entropies per evaluation).
         readings_batch: the size of the fixed training batch among those input sets.
         grok: the run's grokking detector (earlier in the pipeline), whose t_grok gets images.
     """
@@ -125,9 +127,14 @@ class AttentionDiagnostics(Callback):
         test = reading_state(by_split["test"])
         states = {"test": test, "train": train, "all": merge_reading_states(train, test),
                   "batch": reading_state([layer[: self.readings_batch] for layer in by_split["train"]])}
-        return {f"reading/{inputs}/{reading}/{name}": value
-                for inputs, state in states.items()
-                for reading, values in reading_values(state).items() for name, value in values.items()}
+        values = {f"reading/{inputs}/{reading}/{name}": value
+                  for inputs, state in states.items()
+                  for reading, values in reading_values(state).items() for name, value in values.items()}
+        # every head's own mean entropy on the test split, so a subset of heads (those an
+        # intervention left untouched) can be re-read from the record alone
+        for layer, row in enumerate(head_entropies(test).tolist()):
+            values.update({f"head_entropy/layer_{layer}/head_{head}": value for head, value in enumerate(row)})
+        return values
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self._latest is not None:  # whatever stopped the run (horizon, extra_epochs, a callback)

@@ -18,6 +18,8 @@ reading         s_bar                                      sigma_H
                 flattened over (examples, rows, keys);     mean row entropy; mean over layers
                 mean off-diagonal; mean over layers        (the paper's released code)
 ``max_layer``   the lowest per-layer s_bar                 the highest per-layer sigma_H
+``sum_layers``  ``released`` (a sum of cosines is no       per layer as ``released``; summed over
+                cosine)                                    layers (``L`` times ``released``)
 ``pooled``      the ``LH x LH`` cosine matrix of all       std over all ``L H`` per-head entropies
                 heads of all layers, mean off-diagonal
 ``per_row``     per example, cosine of the ``T x T``       per (example, row), std over heads of the
@@ -25,6 +27,12 @@ reading         s_bar                                      sigma_H
 ``no_row0``     ``released`` without query row 0           ``released`` without query row 0
 ``last_row``    ``released`` on the last query row only    ``released`` on the last query row only
 ==============  =========================================  ===========================================
+
+Why ``sum_layers``: some of the paper's published sigma_H values exceed what any per-layer or
+pooled reading can reach on ``[a, b, =]`` under a causal mask (:func:`sigma_h_bound`), and they
+grow with depth in proportion to the layer count; docs/sigma_h_readings.md has the evidence. As
+``L`` times ``released``, it has the same argmax epoch, Cohen's d and p-values as ``released``;
+only absolute values differ.
 
 Why ``no_row0`` and ``last_row``: under a causal mask row 0 attends to itself alone, so it is the
 same in every head; it pulls s_bar towards 1 and every head's mean entropy towards 0 (sigma_H
@@ -38,6 +46,7 @@ per-row entropy std, with their counts.
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, NamedTuple, Optional
 
 import torch
@@ -46,9 +55,10 @@ from torchmetrics import Metric
 
 from grok_lightning.metrics.functional import EPS, Attentions, _as_layer_tensor, _cosine_from_gram
 
-__all__ = ["READINGS", "AttentionReadings", "ReadingState", "attention_readings", "merge_reading_states"]
+__all__ = ["READINGS", "AttentionReadings", "ReadingState", "attention_readings", "head_entropies",
+           "merge_reading_states", "sigma_h_bound"]
 
-READINGS = ("released", "max_layer", "pooled", "per_row", "no_row0", "last_row")
+READINGS = ("released", "max_layer", "pooled", "sum_layers", "per_row", "no_row0", "last_row")
 #: the row sets behind the readings: every query row, rows 1.. (row 0 dropped), the last row
 ROW_SETS = ("all", "no_row0", "last_row")
 
@@ -132,6 +142,7 @@ def reading_values(state: ReadingState, eps: float = EPS) -> Dict[str, Dict[str,
     s_bar, sigma = per_layer["all"]
     out["released"] = {"mean_similarity": float(s_bar.mean()), "entropy_std": float(sigma.mean())}
     out["max_layer"] = {"mean_similarity": float(s_bar.min()), "entropy_std": float(sigma.max())}
+    out["sum_layers"] = {"mean_similarity": float(s_bar.mean()), "entropy_std": float(sigma.sum())}
     n_all_rows = state.n_rows[0]
     out["per_row"] = {"mean_similarity": float((state.example_cosine_sum / state.n_examples).mean()),
                       "entropy_std": float((state.row_std_sum / n_all_rows).mean())}
@@ -139,6 +150,48 @@ def reading_values(state: ReadingState, eps: float = EPS) -> Dict[str, Dict[str,
         s_bar, sigma = per_layer[rows]
         out[rows] = {"mean_similarity": float(s_bar.mean()), "entropy_std": float(sigma.mean())}
     return {name: out[name] for name in READINGS}
+
+
+def head_entropies(state: ReadingState) -> Tensor:
+    """The ``(L, H)`` mean row entropy of every head over all query rows and examples (nats): the
+    numbers whose spread sigma_H is, kept per head so that any subset of heads can be re-read."""
+    return state.entropy_sum[0] / state.n_rows[0]
+
+
+def _max_population_std(n: int, upper: float) -> float:
+    """The largest population std of ``n`` numbers in ``[0, upper]``: half of them at each end,
+    ``upper / 2`` for even ``n`` and ``upper / 2 * sqrt(1 - 1 / n^2)`` for odd ``n``."""
+    return 0.0 if n < 2 else upper / 2 * math.sqrt(1 - (n % 2) / n**2)
+
+
+def sigma_h_bound(reading: str, seq_len: int = 3, causal: bool = True, n_layers: int = 4, n_heads: int = 8) -> float:
+    r"""The largest sigma_H (nats) a reading can take on sequences of ``seq_len`` tokens.
+
+    A query row that sees ``k`` keys has entropy at most ``ln k``: under a causal mask row ``q``
+    sees ``q + 1`` keys, without one every row sees ``T``. A head's mean row entropy is then at
+    most ``M = mean_q ln(keys_q)`` over the rows the reading uses (``(0 + ln 2 + ln 3) / 3 =
+    0.597`` for ``[a, b, =]`` with a causal mask), and a population std of ``n`` numbers in
+    ``[0, M]`` is at most ``M / 2`` (:func:`_max_population_std`). Per reading: ``released``,
+    ``max_layer`` and ``per_row`` over ``H`` heads; ``pooled`` over ``L H``; ``sum_layers`` ``L``
+    times the per-layer bound; ``no_row0`` and ``last_row`` on their rows. A published value above
+    a reading's bound cannot have come from that reading on those inputs.
+
+    >>> round(sigma_h_bound("released"), 4), round(sigma_h_bound("sum_layers"), 4)
+    (0.2986, 1.1945)
+    >>> round(sigma_h_bound("released", seq_len=4), 4), round(sigma_h_bound("released", causal=False), 4)
+    (0.3972, 0.5493)
+    """
+    if reading not in READINGS:
+        raise ValueError(f"reading={reading!r}: expected one of {', '.join(READINGS)}")
+    if seq_len < 1 or n_layers < 1 or n_heads < 1:
+        raise ValueError(f"seq_len, n_layers and n_heads must be >= 1, got {seq_len}, {n_layers}, {n_heads}")
+    keys = [q + 1 if causal else seq_len for q in range(seq_len)]
+    rows = {"no_row0": keys[1:] or keys, "last_row": keys[-1:]}.get(reading, keys)
+    upper = sum(math.log(k) for k in rows) / len(rows)
+    per_layer = _max_population_std(n_heads, upper)
+    if reading == "pooled":
+        return _max_population_std(n_layers * n_heads, upper)
+    return n_layers * per_layer if reading == "sum_layers" else per_layer
 
 
 def attention_readings(attentions: Attentions, eps: float = EPS) -> Dict[str, Dict[str, float]]:

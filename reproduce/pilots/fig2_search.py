@@ -30,13 +30,17 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.metrics.readings import READINGS
+from grok_lightning.metrics.readings import READINGS as ALL_READINGS
 from grok_lightning.plots.trajectory import figure_trajectories
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.oscillation import sawtooth_summary
 from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.trajectory import FIG2_CURVES, FIG2_GOALS, median_curve, trajectory_distances
 from reproduce.common import cli
+
+#: the readings the search's records carry (``sum_layers``, L times ``released``, would add nothing to
+#: a ranking of distances)
+READINGS = tuple(r for r in ALL_READINGS if r != "sum_layers")
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "pilots" / "fig2_search"
