@@ -71,6 +71,17 @@ def test_loader_batches_and_epoch_seeded_shuffle():
     assert len(list(full)) == 1
 
 
+def test_order_seed_reorders_batches_of_the_same_split():
+    """The placebo's perturbation: same split, same examples per epoch, another order."""
+    base, other = _setup(p=23, batch_size=100, split_seed=0), _setup(p=23, batch_size=100, split_seed=0, order_seed=9)
+    same = _setup(p=23, batch_size=100, split_seed=0, order_seed=0)
+    assert torch.equal(base.x_train, other.x_train)
+    first, second = (torch.cat([x for x, _ in dm.train_dataloader()]) for dm in (base, other))
+    assert not torch.equal(first, second)
+    assert sorted(map(tuple, first.tolist())) == sorted(map(tuple, second.tolist()))
+    assert torch.equal(first, torch.cat([x for x, _ in same.train_dataloader()]))
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
     [

@@ -119,6 +119,9 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         random_labels: the paper's null (Fig. 4): permute the training labels with
             ``label_seed``; test labels stay true.
         label_seed: seed of that permutation.
+        order_seed: seed of the minibatch order; ``None`` uses the split's seed. A run resumed
+            from another's checkpoint with its own ``order_seed`` sees the same split in another
+            order: E12's placebo, a perturbation that changes nothing but the trajectory.
     """
 
     def __init__(
@@ -132,6 +135,7 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         split_seed: int | None = None,
         random_labels: bool = False,
         label_seed: int = 0,
+        order_seed: int | None = None,
     ):
         super().__init__()
         validate_modular_task(p, operation, train_fraction)
@@ -167,7 +171,8 @@ class ModularArithmeticDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         batch_size = len(self.y_train) if self.hparams.full_batch else self.hparams.batch_size
-        sampler = _EpochBatchSampler(len(self.y_train), batch_size, shuffle=True, seed=self.split_seed,
+        order_seed = self.split_seed if self.hparams.order_seed is None else self.hparams.order_seed
+        sampler = _EpochBatchSampler(len(self.y_train), batch_size, shuffle=True, seed=order_seed,
                                      last_batch=self.hparams.last_batch)
         return DataLoader(_GatherDataset(self.x_train, self.y_train), sampler=sampler, batch_size=None)
 

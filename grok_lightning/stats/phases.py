@@ -79,6 +79,51 @@ def pooled_curve(history: dict) -> tuple[np.ndarray, np.ndarray]:
     return epochs, np.sqrt(np.mean(sigma**2, axis=0) + np.var(means, axis=0))
 
 
+def summed_curve(history: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, sum over layers of layer_<l>/entropy_std)``: the ``sum_layers`` reading of
+    :mod:`grok_lightning.metrics.readings` rebuilt from a record's per-layer columns (NaN at an
+    epoch where any layer's value is missing; all NaN without per-layer columns).
+
+    >>> summed_curve({"epoch": [0, 10], "layer_0/entropy_std": [0.1, 0.3], "layer_1/entropy_std": [0.2, None]})[1]
+    array([0.3, nan])
+    """
+    epochs = np.asarray(history["epoch"], dtype=float)
+    layers = [history_curve(history, k)[1] for k in sorted(history) if k.startswith("layer_") and k.endswith("/entropy_std")]
+    if not layers:
+        return epochs, np.full(len(epochs), np.nan)
+    return epochs, np.vstack(layers).sum(axis=0)
+
+
+def heads_curve(history: dict, skip: dict[int, list[int]] | None = None, reduce: str = "sum") -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, sigma_H over the heads not in skip)`` from a record's per-head entropies
+    (``head_entropy/layer_<l>/head_<h>``): per layer, the population std over the kept heads, then
+    summed (``reduce="sum"``, the ``sum_layers`` reading) or averaged (``"mean"``, ``released``)
+    over layers. ``skip`` maps a layer to the head indices left out: the heads an intervention
+    re-initialised, so that A and B are read on the same untouched heads. All NaN without per-head
+    columns.
+
+    >>> h = {"epoch": [0], **{f"head_entropy/layer_0/head_{i}": [v] for i, v in enumerate([0.0, 1.0, 5.0])}}
+    >>> heads_curve(h)[1], heads_curve(h, skip={0: [2]})[1]
+    (array([2.1602469]), array([0.5]))
+    """
+    if reduce not in ("sum", "mean"):
+        raise ValueError(f"reduce={reduce!r}: expected sum or mean")
+    epochs = np.asarray(history["epoch"], dtype=float)
+    columns: dict[int, dict[int, np.ndarray]] = {}
+    for key in history:
+        parts = key.split("/")
+        if len(parts) == 3 and parts[0] == "head_entropy":
+            layer, head = int(parts[1].removeprefix("layer_")), int(parts[2].removeprefix("head_"))
+            columns.setdefault(layer, {})[head] = history_curve(history, key)[1]
+    if not columns:
+        return epochs, np.full(len(epochs), np.nan)
+    skip = skip or {}
+    per_layer = [np.vstack([v for h, v in sorted(heads.items()) if h not in skip.get(layer, [])]).std(axis=0)
+                 for layer, heads in sorted(columns.items())]
+    table = np.vstack(per_layer)
+    return epochs, table.sum(axis=0) if reduce == "sum" else table.mean(axis=0)
+
+
 def peak_entropy_std(history: dict, after_epoch: int = 100) -> tuple[float, int | None]:
     """``(max sigma_H over epochs > after_epoch, its epoch)``; ``(nan, None)`` if none.
 
