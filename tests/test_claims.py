@@ -1,0 +1,70 @@
+"""The claims table (reference/claims.csv): every paper value has a source and agrees with it, every
+comparable claim carries a margin with its reason, and a wrong value in the table is caught."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+
+from reproduce.claims import CLAIMS, KINDS, check_sources, claim, claim_row, load_claims
+
+
+def test_every_claim_agrees_with_the_source_it_cites():
+    assert check_sources() == []
+
+
+def test_both_papers_are_in_the_table():
+    papers = [c.paper for c in load_claims().values()]
+    assert papers.count("2605.20441") >= 42 and papers.count("2605.08119") >= 14
+
+
+@pytest.mark.parametrize("claim_id", sorted(load_claims()))
+def test_a_claim_says_how_it_is_scored(claim_id):
+    c = claim(claim_id)
+    assert c.kind in KINDS and c.source.strip() and c.statistic.strip() and c.target.strip()
+    if c.kind not in ("named", "excludes"):
+        assert c.margin is not None and c.margin >= 0 and c.margin_why.strip(), "a margin and its reason"
+    if c.target == "-":
+        assert c.needs not in ("", "-"), "a claim nothing here scores says what it would need"
+    if "read off" in c.source:
+        assert "reading error" in c.source
+    assert c.reading in ("-", "released", "max_layer", "pooled", "sum_layers")
+
+
+def _edited(tmp_path, claim_id: str, column: str, value: str):
+    path = tmp_path / "claims.csv"
+    shutil.copy(CLAIMS, path)
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        if row["id"] == claim_id:
+            row[column] = value
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return load_claims(path)
+
+
+@pytest.mark.parametrize("claim_id, column, wrong", [
+    ("fig10.mamba_4L_d128_mod_add", "ci", "[0.0106, 0.0159]"),  # the provenance map's 0.015954 prints 0.0160
+    ("wd.t_grok_1", "value", "125"),  # the published sample's median is 130
+    ("e12.A_peak.0.05", "value", "0.2817"),  # 0.2817 is the mean over both lambdas
+    ("fig4.perm_p", "n", "59"),  # 12 real + 15 null runs
+    ("fig2.s_bar_dip", "value", "0.88"),  # the median curve's minimum reads 0.92
+    ("wd.bin_0.02", "value", "9/10"),
+    ("fig4.d", "source", ""),
+])
+def test_a_wrong_paper_value_is_caught(tmp_path, claim_id, column, wrong):
+    problems = check_sources(_edited(tmp_path, claim_id, column, wrong))
+    assert problems and all(p.startswith(claim_id) for p in problems)
+
+
+def test_a_row_takes_its_paper_value_from_the_table():
+    r = claim_row("wd.lambda_c", "lambda_c", 0.02, "medium", 20, ours_ci=[0.014, 0.055])
+    c = claim("wd.lambda_c")
+    assert (r["paper_value"], r["paper_ci"], r["margin"], r["claim"]) == (c.value, list(c.ci), c.margin, "wd.lambda_c")
+    with pytest.raises(KeyError, match="claims.csv"):
+        claim("no.such.claim")
