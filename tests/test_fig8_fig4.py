@@ -55,41 +55,86 @@ def test_every_group_keeps_a_300_epoch_window_after_e(profile, latest):
 
 
 def _history_record(wd, seed, values: dict, grok=150):
-    """A run whose sigma_H is 0.02 except at the given {epoch: value}; s_bar 0.9 but 0.8 at 160."""
+    """A run whose sigma_H is 0.02 except at the given {epoch: value} (two layers, each carrying
+    half of it, so that the summed reading equals the given value); s_bar 0.9 but 0.8 at 160."""
     record = make_record(wd, seed, grok_epoch=grok, horizon=200)
     epochs = record["history"]["epoch"]
-    record["history"]["entropy_std"] = [values.get(e, 0.02) for e in epochs]
+    record["history"]["entropy_std"] = [values.get(e, 0.02) / 2 for e in epochs]
+    for layer in (0, 1):
+        record["history"][f"layer_{layer}/entropy_std"] = [values.get(e, 0.02) / 2 for e in epochs]
     record["history"]["mean_similarity"] = [0.8 if e == 160 else 0.9 for e in epochs]
     record["final_test_acc"] = 1.0
     return record
 
 
-def test_fig8_scores_every_group_on_the_same_window(tmp_path):
+def test_e12_derived_sweeps_add_the_placebo_and_the_replay(tmp_path):
+    peaks = {(7, 0.05): 1500, (11, 0.05): 2290}
+    starts = {k: f"/a/{k[0]}/peak.ckpt" for k in peaks}
+    placebo = load_sweep(fig8.derived_sweep("P", "medium", peaks, starts, tmp_path / "P", control="e12.yaml"),
+                         profile="medium").expand()
+    assert sorted(s.config["data"]["init_args"]["order_seed"] for s in placebo) == [7 + fig8.PLACEBO_ORDER_OFFSET,
+                                                                                     11 + fig8.PLACEBO_ORDER_OFFSET]
+    assert all(len(s.config["trainer"]["callbacks"]) == 1 for s in placebo)  # no intervention
+    assert all(s.config["trainer"]["max_epochs"] == 4000 and s.config["model"]["init_args"]["n_layers"] == 4 for s in placebo)
+    (replay,) = load_sweep(fig8.derived_sweep("R", "medium", peaks, starts, tmp_path / "R", control="e12.yaml"),
+                           profile="medium").expand()
+    assert replay.config["seed_everything"] == 7 and replay.config["trainer"]["max_epochs"] == 1500 + fig8.REPLAY_EPOCHS
+    assert replay.config["run"]["start_from"] == starts[(7, 0.05)] and "order_seed" not in replay.config["data"]["init_args"]
+    (b, *_) = load_sweep(fig8.derived_sweep("B", "medium", peaks, starts, tmp_path / "B", control="e12.yaml"),
+                         profile="medium").expand()
+    assert b.config["trainer"]["callbacks"][1]["class_path"].endswith("HeadReinit")
+
+
+def test_e12_scores_every_group_on_the_same_window_and_reading(tmp_path):
+    from reproduce.e12_scoring import score_pairs
+
     seeds = range(6)
     rng = np.random.default_rng(0)
     # E = 150 is A's maximum (0.5, larger than anything after it); every group is read on (150, end]
     groups = {"A": [_history_record(1.0, s, {150: 0.5, 170: 0.10 + 0.01 * s}) for s in seeds],
               "B": [_history_record(1.0, s, {150: 0.5, 160: 0.06 + 0.01 * s + rng.normal(0, 0.002)}) for s in seeds],
-              "C": [_history_record(1.0, s, {150: 0.5, 160: 0.10 + 0.01 * s + rng.normal(0, 0.01)}) for s in seeds]}
+              "C": [_history_record(1.0, s, {150: 0.5, 160: 0.10 + 0.01 * s + rng.normal(0, 0.01)}) for s in seeds],
+              "P": [_history_record(1.0, s, {150: 0.5, 170: 0.09 + 0.01 * s + rng.normal(0, 0.002)}) for s in seeds],
+              "R": [_history_record(1.0, 0, {150: 0.5, 170: 0.10})]}
     groups["C"][0]["status"], groups["C"][0]["excluded_reason"] = "excluded", "non-finite gradient"
     peaks = {(s, 1.0): 150 for s in seeds}
-    summary = fig8.analyse(groups, peaks, "smoke", tmp_path, n_bootstrap=200)
-    ba = next(t for t in summary["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std")
+    scored = score_pairs(groups, peaks, n_bootstrap=200)
+
+    def test(contrast, variant="headline", outcome="peak_ent"):
+        return next(t for t in scored["tests"] if (t["contrast"], t["variant"], t["outcome"]) == (contrast, variant, outcome))
+
+    ba = test("B-A")
     assert ba["n"] == 6 and ba["mean_diff"] == pytest.approx(-0.04, abs=0.005) and ba["cohen_d"] < -3
-    assert ba["reject_bonferroni"] is True
-    whole = next(t for t in summary["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std_whole_run")
-    assert whole["mean_diff"] == pytest.approx(0.0)  # the whole-run peak is E's for both: no effect there
-    ca = next(t for t in summary["tests"] if t["contrast"] == "C-A" and t["outcome"] == "peak_entropy_std")
+    assert ba["cohen_d_ci"][0] < ba["cohen_d"] < ba["cohen_d_ci"][1] and ba["reject_bonferroni"] is True
+    assert test("B-A", "released")["cohen_d"] == pytest.approx(ba["cohen_d"])  # L times the same numbers
+    assert test("B-A", "released")["mean_diff"] == pytest.approx(ba["mean_diff"] / 2)
+    assert test("P-A")["mean_diff"] == pytest.approx(-0.01, abs=0.003)  # the placebo's regression to the mean
+    assert test("B-P")["mean_diff"] == pytest.approx(-0.03, abs=0.005)
+    ca = test("C-A")
     assert ca["n"] == 5 and ca["n_dropped"] == 1  # the excluded run drops its pair, never silently
-    assert summary["excluded"]["C"] == ["non-finite gradient"]
-    window = fig8.analyse(groups, peaks, "smoke", tmp_path / "w", n_bootstrap=200, window=15)  # (150, 165]
-    ba15 = next(t for t in window["tests"] if t["contrast"] == "B-A" and t["outcome"] == "peak_entropy_std")
+    assert scored["excluded"]["C"] == ["non-finite gradient"]
+    assert [c["E_before_grok"] for c in scored["controls"]] == [False] * 6  # E 150 is not before grokking at 150
+    assert scored["controls"][0]["peak_sum_layers"] == pytest.approx(0.5)
+    (replay,) = scored["replay"]
+    assert replay["identical"] and replay["epochs_compared"] > 0
+    window = score_pairs(groups, peaks, n_bootstrap=200, window=15)  # (150, 165]
+    ba15 = next(t for t in window["tests"] if (t["contrast"], t["variant"], t["outcome"]) == ("B-A", "headline", "peak_ent"))
     assert ba15["mean_diff"] == pytest.approx(0.065, abs=0.005)  # A: 0.02 (its 170 peak is outside); B: 0.06 + 0.01 s
-    rows = json.loads((tmp_path / "rows.json").read_text())
-    contrasts = {r["quantity"].split(", ")[-1] for r in rows if "Cohen" in r["quantity"]}
-    assert contrasts == {"B-A at lambda 1", "C-A at lambda 1", "C-B at lambda 1"}
-    assert any("whole-run" in r["quantity"] for r in rows) and any("grokked" in r["quantity"] for r in rows)
-    assert (tmp_path / "fig8_forest.png").exists()
+
+
+def test_e12_untouched_heads_read_a_and_b_on_the_same_heads():
+    from grok_lightning.stats.interventions import e12_outcomes, reinitialised_heads
+
+    record = make_record(1.0, 7, grok_epoch=150, horizon=200)
+    epochs = record["history"]["epoch"]
+    for head, value in enumerate([0.1, 0.2, 0.3, 5.0]):  # head 3 is the re-initialised, diffuse one
+        record["history"][f"head_entropy/layer_0/head_{head}"] = [value] * len(epochs)
+    record["interventions"] = [{"type": "head_reinit", "heads": {"0": [3]}}]
+    heads = reinitialised_heads(record)
+    assert heads == {0: [3]}
+    untouched = e12_outcomes(record, 100, reading="untouched", skip_heads=heads)["peak_ent"]
+    assert untouched == pytest.approx(np.std([0.1, 0.2, 0.3]))
+    assert e12_outcomes(record, 100, reading="untouched")["peak_ent"] > 2
 
 
 def test_fig4_analyse_fits_and_tests_against_the_null(tmp_path):
@@ -254,23 +299,3 @@ def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, mon
     path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, {(7, 1.0): "peak.ckpt"}, Path("reproduction") / "fig8" / "B")
     assert not path.is_absolute() and sweep_path(path).is_file() and sweep_path(path) == path
     assert sweep_path("interventions.yaml") == SWEEPS / "interventions.yaml"
-
-
-def test_e12_pilot_rows_report_the_control_peak_per_lambda_against_the_paper(tmp_path):
-    from reproduce.report import verdict
-
-    def run(wd, seed, peak, min_s, grok):
-        released = {"peak": peak, "stands_out": False, "on_edge": True, "median": 0.03, "width": 0}
-        return {"wd": wd, "seed": seed, "grok_epoch": grok, "horizon": 2500, "released": released,
-                "min_s_bar_before_grok": min_s}
-
-    summary = {"paper_A": {"peak_sigma_H": 0.2817, "min_s_bar": 0.7512, "grok_epoch": 3668},
-               "runs": [run(0.05, 7, 0.04, 0.80, 2250), run(0.05, 11, 0.06, 0.76, None)],
-               "verdicts": {"0.05": "A peak before grokking in 0/2 runs: no peak to intervene at"}}
-    path = tmp_path / "summary.json"
-    path.write_text(json.dumps(summary))
-    assert fig8.pilot_rows("smoke", path) == [] and fig8.pilot_rows("medium", tmp_path / "none.json") == []
-    (r,) = fig8.pilot_rows("medium", path)
-    assert r["ours"] == pytest.approx(0.05) and r["paper_value"] == 0.2817 and r["n"] == 2
-    assert "0/2 runs" in r["note"] and "min s_bar before grokking 0.780" in r["note"] and "none by 2500" in r["note"]
-    assert verdict(r).startswith("not reproduced")

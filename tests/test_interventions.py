@@ -156,6 +156,20 @@ def test_the_source_takes_its_peak_only_inside_its_epoch_range():
         InterventionSource(after_epoch=100, before_epoch=100)
 
 
+def test_the_source_also_keeps_the_peak_before_grokking():
+    """The whole-run argmax may fall after grokking; the pre-grokking one is kept beside it."""
+    source = InterventionSource(after_epoch=100, save_peak=False, matrices="all")
+    module = SimpleNamespace(model=torch.nn.Linear(2, 2), record_extras={})
+    for epoch, value, accuracy in [(150, 0.2, 0.3), (250, 0.3, 0.5), (300, 0.25, 0.99), (400, 0.5, 1.0)]:
+        source.on_evaluation_end(None, module, epoch, {"entropy_std": value, "test_acc": accuracy})
+    assert (source.peak_epoch, source.pre_grok_epoch) == (400, 250)
+    assert module.record_extras["intervention_source"]["before_grok"]["peak_epoch"] == 250
+    restored = InterventionSource(after_epoch=100, save_peak=False, matrices="all")
+    old = {k: v for k, v in source.state_dict().items() if k not in ("grokked", "pre_grok_value", "pre_grok_epoch")}
+    restored.load_state_dict(old)  # a checkpoint without the pre-grokking state starts it afresh
+    assert restored.pre_grok_epoch is None and restored.peak_epoch == 400
+
+
 def test_peak_epoch_comes_from_the_control_record(tmp_path):
     record = new_record({"wd": 1.0, "seed": 0})
     record["history"] = {"epoch": [0, 50, 110, 120, 130], "entropy_std": [0.9, 0.8, 0.05, 0.09, 0.07]}
@@ -222,7 +236,7 @@ class PoisonIntervention(_Intervention):
 
 def test_non_finite_after_an_intervention_marks_the_run_excluded(tiny):
     record = run_config(_with(tiny(max_epochs=6), {"class_path": "tests.test_interventions.PoisonIntervention",
-                                                   "init_args": {"epoch": 2}}))
+                                                   "init_args": {"epoch": 2}}), trusted_code=["tests"])
     assert record["status"] == "excluded" and "after poison at epoch 2" in record["excluded_reason"]
     assert record["final_epoch"] < 6
 

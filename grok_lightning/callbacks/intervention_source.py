@@ -11,6 +11,11 @@ checkpoint at E (strictly greater, so ties keep the first epoch, as ``argmax`` d
 ``max_epochs - before_epoch`` epochs: a shortened horizon would otherwise let a late,
 post-grokking maximum leave B and C almost nothing to be scored on.
 
+It keeps a second rolling checkpoint, ``peak_before_grok.ckpt``, at the maximum over the
+evaluations before the first with test accuracy >= ``grok_threshold``: the paper describes its E
+as falling before grokking, and where the whole-run argmax falls after it, a group can start from
+the pre-grokking argmax instead (a sensitivity variant), with no replay from scratch.
+
 It also records, at every evaluation, the norm of each weight matrix group C may clip; C's
 ``reference: trajectory`` clips each matrix to the median of its own norm over the run up to E.
 The trajectory is part of the callback state, so it travels inside the peak checkpoint to B and C.
@@ -58,12 +63,15 @@ class InterventionSource(Callback):
         after_epoch: the peak is taken over epochs > this (the paper skips the first 100).
         before_epoch: ... and <= this (None: to the end of the run, the paper's reading).
         metric: the history key whose maximum is the peak (sigma_H).
-        save_peak: write ``peak.ckpt`` (groups B and C, started from it, turn this off).
+        save_peak: write ``peak.ckpt`` and ``peak_before_grok.ckpt`` (groups started from
+            them turn this off).
         norm, matrices: which norms to record (those group C clips).
+        grok_threshold: test accuracy that ends "before grokking" for the second checkpoint.
     """
 
     def __init__(self, after_epoch: int = 100, metric: str = "entropy_std", save_peak: bool = True,
-                 norm: str = "spectral", matrices: str = "blocks", before_epoch: int | None = None):
+                 norm: str = "spectral", matrices: str = "blocks", before_epoch: int | None = None,
+                 grok_threshold: float = 0.99):
         require(norm in NORMS, "intervention_source.norm", norm, "spectral or frobenius")
         require(before_epoch is None or before_epoch > after_epoch, "intervention_source.before_epoch", before_epoch,
                 f"None or an epoch after after_epoch ({after_epoch})")
@@ -71,16 +79,23 @@ class InterventionSource(Callback):
         self.after_epoch, self.before_epoch, self.metric, self.save_peak = after_epoch, before_epoch, metric, save_peak
         self.norm, self.matrices = norm, matrices
         self.peak_value, self.peak_epoch = -math.inf, None
+        self.grok_threshold, self.grokked = grok_threshold, False
+        self.pre_grok_value, self.pre_grok_epoch = -math.inf, None
         self.norm_epochs: list[int] = []
         self.norms: dict[str, list[float]] = {}
-        self._save_now = False
+        self._save_now: list[str] = []  # checkpoint names to write at this epoch's end
 
     def state_dict(self) -> dict:
         return {"peak_value": self.peak_value, "peak_epoch": self.peak_epoch, "norm_epochs": self.norm_epochs,
-                "norms": self.norms, "norm": self.norm, "matrices": self.matrices}
+                "norms": self.norms, "norm": self.norm, "matrices": self.matrices, "grokked": self.grokked,
+                "pre_grok_value": self.pre_grok_value, "pre_grok_epoch": self.pre_grok_epoch}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.peak_value, self.peak_epoch = state_dict["peak_value"], state_dict["peak_epoch"]
+        # absent from checkpoints written before the pre-grokking checkpoint existed: start it here
+        self.grokked = state_dict.get("grokked", False)
+        self.pre_grok_value = state_dict.get("pre_grok_value", -math.inf)
+        self.pre_grok_epoch = state_dict.get("pre_grok_epoch")
         self.norm_epochs, self.norms = list(state_dict["norm_epochs"]), dict(state_dict["norms"])
 
     def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
@@ -89,28 +104,38 @@ class InterventionSource(Callback):
             for name, weight in chosen_matrices(pl_module.model, self.matrices).items():
                 self.norms.setdefault(name, []).append(matrix_norm(weight, self.norm))
         value = metrics.get(self.metric)
+        accuracy = metrics.get("test_acc")
+        self.grokked = self.grokked or (accuracy is not None and accuracy >= self.grok_threshold)
         in_range = self.after_epoch < epoch and (self.before_epoch is None or epoch <= self.before_epoch)
-        if in_range and value is not None and math.isfinite(value) and value > self.peak_value:
+        if not (in_range and value is not None and math.isfinite(value)):
+            return
+        if value > self.peak_value:
             self.peak_value, self.peak_epoch = float(value), int(epoch)
-            self._save_now = self.save_peak
-            extras = getattr(pl_module, "record_extras", None)
-            if extras is not None:
-                extras["intervention_source"] = {"peak_epoch": self.peak_epoch, "peak_value": self.peak_value,
-                                                 "checkpoint": str(self.peak_path(trainer)) if self.save_peak else None,
-                                                 "range": [self.after_epoch, self.before_epoch]}
+            self._save_now += ["peak.ckpt"] if self.save_peak else []
+        if not self.grokked and value > self.pre_grok_value:
+            self.pre_grok_value, self.pre_grok_epoch = float(value), int(epoch)
+            self._save_now += ["peak_before_grok.ckpt"] if self.save_peak else []
+        extras = getattr(pl_module, "record_extras", None)
+        if extras is not None:
+            extras["intervention_source"] = {
+                "peak_epoch": self.peak_epoch, "peak_value": self.peak_value,
+                "checkpoint": str(self.peak_path(trainer)) if self.save_peak else None,
+                "range": [self.after_epoch, self.before_epoch],
+                "before_grok": {"peak_epoch": self.pre_grok_epoch, "peak_value": self.pre_grok_value
+                                if self.pre_grok_epoch is not None else None, "grok_threshold": self.grok_threshold}}
 
     def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # after the evaluation chain (the recorder has appended this epoch's row), so the
         # checkpoint holds the history up to and including the peak epoch
-        if self._save_now:
-            self._save_now = False
-            path = self.peak_path(trainer)
+        names, self._save_now = self._save_now, []
+        for name in names:
+            path = self.peak_path(trainer, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             trainer.save_checkpoint(path, weights_only=False)  # the full state, as ResumeCheckpoint.save
 
     @staticmethod
-    def peak_path(trainer: Trainer) -> Path:
-        return Path(trainer.log_dir or ".") / "checkpoints" / "peak.ckpt"
+    def peak_path(trainer: Trainer, name: str = "peak.ckpt") -> Path:
+        return Path(trainer.log_dir or ".") / "checkpoints" / name
 
     def median_norms(self, up_to_epoch: int) -> dict[str, float]:
         """Each matrix's median norm over the evaluations at epochs <= ``up_to_epoch``."""

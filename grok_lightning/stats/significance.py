@@ -235,11 +235,30 @@ def cohens_d_ci(d: float, n_x: int, n_y: int, level: float = 0.95) -> tuple[floa
     """
     if n_x < 1 or n_y < 1 or n_x + n_y < 3:
         raise ValueError("need n_x + n_y >= 3 with both groups non-empty")
+    scale = math.sqrt(n_x * n_y / (n_x + n_y))
+    return _noncentral_t_interval(d * scale, n_x + n_y - 2, level, scale)
+
+
+def paired_d_ci(d: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact confidence interval of a paired Cohen's d (mean difference over the SD of the
+    differences, ``intervention_stats.json``'s ``cohen_d``): t = d sqrt(n) follows nct(n - 1,
+    delta sqrt(n)), inverted as in :func:`cohens_d_ci`.
+
+    >>> lo, hi = paired_d_ci(-0.88, 20)
+    >>> round(lo, 2), round(hi, 2)
+    (-1.39, -0.35)
+    """
+    if n < 2:
+        raise ValueError("need n >= 2 pairs")
+    return _noncentral_t_interval(d * math.sqrt(n), n - 1, level, math.sqrt(n))
+
+
+def _noncentral_t_interval(t: float, df: int, level: float, scale: float) -> tuple[float, float]:
+    """The noncentrality parameters at which the observed ``t`` sits at the upper and lower
+    ``(1 - level) / 2`` tails of nct(df, ncp), divided by ``scale``."""
     if not 0 < level < 1:
         raise ValueError("level must be in (0, 1)")
-    scale = math.sqrt(n_x * n_y / (n_x + n_y))
-    t, df, tail = d * scale, n_x + n_y - 2, (1 - level) / 2
-
+    tail = (1 - level) / 2
     spread = math.sqrt(1 + t * t / (2 * df))  # roughly the sd of t around its ncp
 
     def cdf(ncp: float) -> float:

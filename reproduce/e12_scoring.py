@@ -1,0 +1,201 @@
+"""E12's scoring: outcomes of every group under every reading, paired contrasts, report rows.
+
+The protocol and why each choice is what it is: docs/decisions.md ("E12 by the paper's protocol").
+Paper values come from the claims table (``reproduce.claims``); nothing here is typed in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from grok_lightning.stats import correct, paired_comparison, paired_d_ci
+from grok_lightning.stats.interventions import E12_OUTCOMES, e12_outcomes, reinitialised_heads, sigma_curve
+from grok_lightning.stats.phases import history_curve
+from reproduce.report import join_notes, row
+
+PAPER = "2605.20441 Fig. 8 (E12)"
+#: the paper's contrasts, then the placebo's (beyond the paper)
+CONTRASTS = (("B", "A"), ("C", "A"), ("C", "B"), ("P", "A"), ("B", "P"), ("C", "P"))
+PAPER_CONTRASTS = ("B-A", "C-A", "C-B")
+#: the cohort's reading first (docs/sigma_h_readings.md), then the sensitivity variants
+VARIANTS = {"headline": {"reading": "sum_layers"}, "released": {"reading": "released"},
+            "untouched heads": {"reading": "untouched"}, "first 20 epochs after E skipped": {"skip_epochs": 20},
+            "max_layer": {"reading": "max_layer"}, "pooled": {"reading": "pooled"}}
+AFTER_EPOCH = 100  # A's argmax is taken over epochs > 100 (the paper skips the initial transient)
+
+
+def _control_facts(record: dict, epoch: int) -> dict:
+    """A's own numbers: its peak (at E by construction) under the cohort's reading, its min s_bar
+    after epoch 100, its grok epoch, and whether E falls before grokking."""
+    history = record["history"]
+    epochs, summed = sigma_curve(history, "sum_layers")
+    _, s_bar = history_curve(history, "mean_similarity")
+    after = (epochs > AFTER_EPOCH) & np.isfinite(summed)
+    grok = record.get("grok_epoch")
+    return {"seed": record["config"]["seed"], "wd": record["config"]["wd"], "E": epoch, "grok_epoch": grok,
+            "E_before_grok": grok is not None and epoch < grok,
+            "peak_sum_layers": float(summed[after].max()) if after.any() else math.nan,
+            "argmax_sum_layers": int(epochs[after][np.argmax(summed[after])]) if after.any() else None,
+            "min_s_bar": float(np.nanmin(s_bar[epochs > AFTER_EPOCH])) if (epochs > AFTER_EPOCH).any() else math.nan,
+            "final_test_acc": record.get("final_test_acc")}
+
+
+def _replay(records: list[dict], control: dict, peaks: dict) -> list[dict]:
+    """R against A on (E, E + its horizon]: every history column both records carry, compared at
+    every evaluation both have; identical means no column differs anywhere."""
+    checks = []
+    for r in records:
+        key = (r["config"]["seed"], r["config"]["wd"])
+        if key not in control or r.get("status") != "completed":
+            continue
+        ha, hr = control[key]["history"], r["history"]
+        ea, er = np.asarray(ha["epoch"], float), np.asarray(hr["epoch"], float)
+        common = np.intersect1d(ea[ea > peaks[key]], er[er > peaks[key]])
+        ia, ir = np.searchsorted(ea, common), np.searchsorted(er, common)
+        differs = {}
+        for name in sorted((set(ha) & set(hr)) - {"epoch"}):
+            va, vr = history_curve(ha, name)[1][ia], history_curve(hr, name)[1][ir]
+            both = np.isfinite(va) & np.isfinite(vr)
+            gap = float(np.max(np.abs(va[both] - vr[both]), initial=0.0))
+            if gap > 0 or (np.isfinite(va) != np.isfinite(vr)).any():
+                differs[name] = gap
+        checks.append({"seed": key[0], "wd": key[1], "E": peaks[key], "epochs_compared": int(len(common)),
+                       "columns_differing": differs, "identical": len(common) > 0 and not differs})
+    return checks
+
+
+def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 10000, window: int | None = None) -> dict:
+    """Outcomes per group, variant and pair; every contrast's paired tests (JSON-ready)."""
+    table = {g: {(r["config"]["seed"], r["config"]["wd"]): r for r in recs} for g, recs in groups.items()}
+    pairs = sorted(peaks)
+    heads = {k: reinitialised_heads(table.get("B", {}).get(k, {})) for k in pairs}
+    values: dict = {}
+    for g in (g for g in groups if g != "R"):
+        values[g] = {}
+        for variant, kwargs in VARIANTS.items():
+            per_pair = [e12_outcomes(table[g][k], peaks[k], window=window, skip_heads=heads[k], **kwargs)
+                        if k in table[g] and (variant != "untouched heads" or heads[k]) else dict.fromkeys(E12_OUTCOMES, math.nan)
+                        for k in pairs]
+            values[g][variant] = {o: np.array([p[o] for p in per_pair], float) for o in E12_OUTCOMES}
+    wds = sorted({k[1] for k in pairs})
+    strata = [(f"{w:g}", np.array([k[1] == w for k in pairs])) for w in wds]
+    strata += [("pooled", np.ones(len(pairs), bool))] if len(wds) > 1 else []
+    tests = []
+    for b, a in (c for c in CONTRASTS if c[0] in values and c[1] in values):
+        for variant in VARIANTS:
+            for outcome in (E12_OUTCOMES if variant == "headline" else ("peak_ent",)):
+                for stratum, mask in strata:
+                    x, y = values[a][variant][outcome][mask], values[b][variant][outcome][mask]
+                    try:
+                        res = paired_comparison(x, y, n_bootstrap=n_bootstrap, nan_policy="omit").to_dict()
+                        if res.get("cohen_d") is not None:
+                            res["cohen_d_ci"] = list(paired_d_ci(res["cohen_d"], res["n"]))
+                    except ValueError as err:
+                        res = {"error": str(err), "n": int((np.isfinite(x) & np.isfinite(y)).sum())}
+                    tests.append({"contrast": f"{b}-{a}", "variant": variant, "stratum": stratum, "outcome": outcome, **res})
+    # the paper's family: its three contrasts x its outcomes, Bonferroni (intervention_stats.json's note)
+    family = [t for t in tests if t["variant"] == "headline" and t["contrast"] in PAPER_CONTRASTS and t.get("p_value_t") is not None]
+    if family:
+        reject, p_adj = correct([t["p_value_t"] for t in family], "bonferroni")
+        for t, r, p in zip(family, reject, p_adj):
+            t["p_bonferroni"], t["reject_bonferroni"] = float(p), bool(r)
+    excluded = {g: [r.get("excluded_reason") for r in recs if r["status"] == "excluded"] for g, recs in groups.items()}
+    return {"pairs": pairs, "controls": [_control_facts(table["A"][k], peaks[k]) for k in pairs], "tests": tests,
+            "excluded": excluded, "replay": _replay(groups.get("R", []), table["A"], peaks),
+            "reinitialised_heads": {f"{k[0]}_{k[1]:g}": v for k, v in heads.items() if v},
+            "n_runs": {g: len(recs) for g, recs in groups.items()}}
+
+
+def _mean_ci(values: list[float]) -> tuple[float | None, list | None]:
+    from scipy import stats
+
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], float)
+    if x.size == 0:
+        return None, None
+    if x.size < 2:
+        return float(x.mean()), None
+    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return float(x.mean()), [float(x.mean() - half), float(x.mean() + half)]
+
+
+def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) -> list[dict]:
+    """Report rows: control A against the paper's A at its lambda, then every contrast."""
+    from reproduce.claims import claim
+
+    controls = scored["controls"]
+    rows: list[dict] = []
+    wds = sorted({c["wd"] for c in controls})
+    seeds = sorted({c["seed"] for c in controls})
+    smoke = None if profile != "smoke" else "the smoke-sized model at lambda 0.3: a pipeline check, not the paper's design"
+    done = f"{len(controls)} of {planned.get('A', len(controls))} planned control runs finished"
+    for wd in wds:
+        mine = [c for c in controls if c["wd"] == wd]
+        stratum = f"{wd:g}"
+        before = sum(c["E_before_grok"] for c in mine)
+        grokked = [c["grok_epoch"] for c in mine if c["grok_epoch"] is not None]
+        context = join_notes(done, f"seeds {seeds}", f"E per seed {[c['E'] for c in mine]}",
+                             f"E before A's grokking in {before} of {len(mine)}")
+        for quantity, claim_id, values in (
+                ("E12 control A: peak sigma_H summed over layers (the cohort's reading)", f"e12.A.peak_ent.wd{stratum}",
+                 [c["peak_sum_layers"] for c in mine]),
+                ("E12 control A: min s_bar after epoch 100", f"e12.A.min_sim.wd{stratum}", [c["min_s_bar"] for c in mine]),
+                ("E12 control A: grok epoch", f"e12.A.grok_ep.wd{stratum}", grokked)):
+            paper = claim(claim_id, default=None)
+            mean, ci = _mean_ci(values)
+            rows.append(row(PAPER, f"{quantity} at lambda {stratum}", paper.value if paper else None, mean, profile,
+                            len(values), paper_ci=paper.ci if paper else None, ours_ci=ci, invalid=smoke,
+                            margin=paper.margin if paper else None,
+                            note=join_notes(context, paper.note if paper else "no paper value at this lambda")))
+        paper = claim(f"e12.A.grok_rate.wd{stratum}", default=None)
+        rows.append(row(PAPER, f"E12 control A: grokked at lambda {stratum}", paper.value if paper else None,
+                        len(grokked) / len(mine), profile, len(mine), count=(len(grokked), len(mine)), invalid=smoke,
+                        note=join_notes(f"{len(grokked)}/{len(mine)}", paper.note if paper else "")))
+        rows += _contrast_rows(scored, profile, planned, stratum, where, smoke)
+    for check in scored["replay"]:
+        rows.append(row(PAPER, "E12 determinism: A resumed at E with its own order repeats A", None,
+                        float(check["identical"]), profile, 1, identity=check["identical"],
+                        note=f"seed {check['seed']}, {check['epochs_compared']} evaluations after E = {check['E']}; "
+                             f"columns that differ (largest gap): {check['columns_differing'] or 'none'}"))
+    return rows
+
+
+def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, where: str, invalid: str | None) -> list[dict]:
+    from reproduce.claims import claim
+
+    rows = []
+    runs = scored["n_runs"]
+    for contrast in ("-".join(c) for c in CONTRASTS):
+        missing = [g for g in contrast.split("-") if runs.get(g, 0) < planned.get(g, 0)]
+        for variant in VARIANTS:
+            for outcome in (E12_OUTCOMES if variant == "headline" else ("peak_ent",)):
+                if variant != "headline" and contrast not in ("B-A", "B-P", "C-A", "C-P"):
+                    continue
+                test = next((t for t in scored["tests"] if (t["contrast"], t["variant"], t["outcome"], t["stratum"])
+                             == (contrast, variant, outcome, stratum)), None)
+                paper = claim(f"e12.{contrast}.{outcome}.d.wd{stratum}", default=None) if variant == "headline" else None
+                label = "" if variant == "headline" else f"sensitivity ({variant}): "
+                quantity = f"{label}E12 {contrast}, Cohen's d of {outcome} on {where} at lambda {stratum}"
+                if test is None or test.get("cohen_d") is None:
+                    why = (f"not run here: {', '.join(f'group {g} has {runs.get(g, 0)} of {planned.get(g)} runs' for g in missing)}"
+                           if missing else (test or {}).get("error", "no pairs"))
+                    rows.append(row(PAPER, quantity, paper.value if paper else None, None, profile, 0, note=why,
+                                    invalid=invalid, margin=paper.margin if paper else None))
+                    continue
+                ci = test.get("ci_95_diff") or [None, None]
+                note = join_notes(f"mean {contrast} {_g(test.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}]",
+                                  f"p_t {_g(test.get('p_value_t'))}", f"Wilcoxon p {_g(test.get('wilcoxon_p'))}",
+                                  f"Bonferroni {_g(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
+                                  f"{test.get('n_dropped', 0)} pairs dropped" if test.get("n_dropped") else "",
+                                  paper.note if paper else ("the placebo is beyond the paper" if "P" in contrast else ""),
+                                  f"missing runs: {missing}" if missing else "")
+                rows.append(row(PAPER, quantity, paper.value if paper else None, test["cohen_d"], profile, test["n"],
+                                paper_ci=paper.ci if paper else None, ours_ci=test.get("cohen_d_ci"), null=0.0,
+                                note=note, invalid=invalid, margin=paper.margin if paper else None)
+                            | {"contrast": contrast, "stratum": stratum, "outcome": outcome})
+    return rows
+
+
+def _g(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.3g}"
