@@ -45,6 +45,34 @@ def _package_verbs() -> dict:
     return verbs
 
 
+TRUST_FLAG = "--trust-code"
+
+
+def take_trust_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``(argv without --trust-code MODULE, the modules)``: the command line's own way to let
+    configs name a user's code (files never can).
+
+    >>> take_trust_flags(["fit", "--trust-code", "mypkg", "--trust-code=other.cbs", "--config", "c.yaml"])
+    (['fit', '--config', 'c.yaml'], ['mypkg', 'other.cbs'])
+    """
+    rest, modules = [], []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == TRUST_FLAG:
+            if i + 1 >= len(argv):
+                raise ConfigError(f"{TRUST_FLAG}: expected a module name (e.g. {TRUST_FLAG} mypkg)")
+            modules.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith(TRUST_FLAG + "="):
+            modules.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, modules
+
+
 def check_config_files(argv: list[str]) -> None:
     """Every ``--config FILE`` exists and holds a YAML mapping whose classes come from trusted
     packages (else one line naming the file).
@@ -115,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = [a for a in argv if a != "--resume"] + ["--run.resume", "true"]
         from_shell = False
     try:
+        if argv[0] in SUBCOMMANDS and any(a == TRUST_FLAG or a.startswith(TRUST_FLAG + "=") for a in argv):
+            from grok_lightning.config import trust_code
+
+            argv, modules = take_trust_flags(argv)
+            trust_code(modules)
+            from_shell = False
         if argv[0] in verbs:
             return int(verbs[argv[0]](argv[1:]) or 0)
         _run_lightning(argv, from_shell)

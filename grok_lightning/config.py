@@ -125,9 +125,9 @@ def _expanded_size(tree: Any, memo: dict | None = None) -> int:
     return size
 
 
-def _strict_loader():
-    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (YAML keeps the last one,
-    silently)."""
+def _strict_loader(what: str):
+    """A ``yaml.SafeLoader`` that refuses a key written twice in one mapping (YAML keeps the last
+    one, silently), in a ``ConfigError`` naming ``what``."""
     import yaml
 
     class StrictLoader(yaml.SafeLoader):
@@ -138,48 +138,163 @@ def _strict_loader():
                     continue
                 key = self.construct_object(key_node, deep=True)
                 if key in seen:
-                    raise yaml.YAMLError(f"key {key!r} written twice (lines {seen[key] + 1} and "
-                                         f"{key_node.start_mark.line + 1}); keep one")
+                    raise ConfigError(f"{what}: key {key!r} written twice (lines {seen[key] + 1} and "
+                                      f"{key_node.start_mark.line + 1}); keep one")
                 seen[key] = key_node.start_mark.line
             return super().construct_mapping(node, deep)
 
     return StrictLoader
 
 
-def read_yaml(path: str | Path, what: str) -> Any:
-    """YAML of a file, safely (no code, no key twice, no alias bomb); a missing file or bad YAML is a
-    one-line ``ConfigError`` naming the file (and the line and column of a syntax error)."""
+def _load_checked(stream, what: str, syntax_errors: bool = True) -> Any:
+    """YAML of ``stream`` (a file or a string) with no code, no key twice and no alias bomb; a
+    ``ConfigError`` naming ``what`` otherwise (``syntax_errors=False``: ``None`` for text that is not
+    YAML, which the caller reads its own way)."""
     import yaml
 
     try:
+        data = yaml.load(stream, Loader=_strict_loader(what))  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        if not syntax_errors:
+            return None
+        where = getattr(err, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{what}: not valid YAML{at}: {problem}") from None
+    if _expanded_size(data) > MAX_YAML_VALUES:
+        raise ConfigError(f"{what}: expands to more than {MAX_YAML_VALUES:,} values (nested YAML aliases); refused")
+    return data
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """YAML of a file, safely (no code, no key twice, no alias bomb); a missing file or bad YAML is a
+    one-line ``ConfigError`` naming the file (and the line and column of a syntax error)."""
+    try:
         with open(path) as handle:
-            data = yaml.load(handle, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
-        if _expanded_size(data) > MAX_YAML_VALUES:
-            raise ConfigError(f"{what} {path}: expands to more than {MAX_YAML_VALUES:,} values (nested YAML aliases); "
-                              "refused")
-        return data
+            return _load_checked(handle, f"{what} {path}")
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: no such file") from None
     except IsADirectoryError:
         raise ConfigError(f"{what} {path}: is a directory, not a file") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {path}: not a text file") from None
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(f"{what} {path}: not valid YAML{at}: {problem}") from None
 
 
-#: where a class named in a file may come from: this package, Lightning, torch and torchmetrics.
-#: A user's own classes are named on the command line (``--trainer.callbacks+=mypkg.Callback``),
-#: never taken from a file: a config, sweep, plan or record from elsewhere is data, not code.
-TRUSTED_CLASS_PREFIXES = ("grok_lightning.", "lightning.", "pytorch_lightning.", "lightning_fabric.", "torch.",
-                          "torchmetrics.")
+# --- what code a file may name --------------------------------------------------------------------
+#: where a class, callable or type named in a file may come from: this package, Lightning, torch
+#: and torchmetrics. A config, sweep, plan or record from elsewhere is data, not code; a user's own
+#: modules come in only through ``--trust-code MODULE`` on the command line (:func:`trust_code`).
+TRUSTED_MODULES = ("grok_lightning", "lightning", "pytorch_lightning", "lightning_fabric", "torch", "torchmetrics")
+#: inside those, what acts on a path, a pickle or an argument list given by name: loaders of code
+#: or pickles, and the command-line entry points (a callable named in a config is called by the
+#: class it is given to, with arguments the file does not choose, but these need no more)
+DENIED_INSIDE_TRUSTED = ("torch.hub", "torch.load", "torch.serialization", "torch.package", "torch.jit",
+                         "torch.utils.cpp_extension", "torch.utils.model_zoo", "torch.ops", "torch.classes",
+                         "lightning.pytorch.cli", "pytorch_lightning.cli", "lightning.fabric.utilities.cloud_io",
+                         "lightning_fabric.utilities.cloud_io", "grok_lightning.cli", "grok_lightning.sweep",
+                         "grok_lightning.stats.cli", "grok_lightning.checkpoint_io")
+#: the parser mode under which jsonargparse reads every YAML text (files, nested files, inline
+#: ``--config`` strings, values): :func:`parser_yaml_load`
+PARSER_MODE = "grok_yaml"
+
+_trusted_by_user: tuple[str, ...] = ()  # --trust-code MODULE, this process
+_ever_trusted_by_user: set[str] = set()  # to take back in jsonargparse's (add-only) policy
+
+
+def _verdict(dotted: str) -> bool:
+    """Whether ``dotted`` may be imported because a file names it: the most specific entry of
+    the allowlist (trusted) and the denials inside it decides."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        entry = ".".join(parts[:n])
+        if entry in _trusted_by_user:
+            return True
+        if entry in DENIED_INSIDE_TRUSTED:
+            return False
+        if entry in TRUSTED_MODULES:
+            return True
+    return False
+
+
+def is_trusted(dotted: str) -> bool:
+    """Whether a class or callable named ``dotted`` in a file may be imported.
+
+    >>> is_trusted("lightning.pytorch.callbacks.LambdaCallback"), is_trusted("payload.f"), is_trusted("torch.hub.load")
+    (True, False, False)
+    """
+    return isinstance(dotted, str) and _verdict(dotted)
+
+
+def trust_code(modules) -> None:
+    """Trust the modules a user named on the command line (``--trust-code mypkg``) for this
+    process: their classes and callables may then be named in configs too. Given anew each time
+    (an earlier call's modules are no longer trusted)."""
+    global _trusted_by_user
+    names = tuple(dict.fromkeys(str(m) for m in modules or ()))
+    for name in names:
+        require(bool(name) and all(part.isidentifier() for part in name.split(".")), "--trust-code", name,
+                "must be a dotted module name (mypkg or mypkg.callbacks)")
+        require(name.split(".")[0] != "jsonargparse", "--trust-code", name,
+                "the parser's own settings cannot be trusted to a file")
+    _trusted_by_user = names
+    _ever_trusted_by_user.update(names)
+    _apply_import_policy()
+
+
+def trusted_code() -> tuple[str, ...]:
+    """The modules trusted with ``--trust-code`` in this process (a sweep passes them to its runs)."""
+    return _trusted_by_user
+
+
+def _apply_import_policy() -> None:
+    """jsonargparse's own import-path policy (``set_parsing_settings``), which it applies to every
+    dotted name a value makes it resolve: ``class_path``, callables and types in ``init_args``,
+    ``dict_kwargs`` and the classes of nested config files. Everything is denied (``*``) but
+    :data:`TRUSTED_MODULES` and the user's ``--trust-code`` modules."""
+    import sys
+
+    if "jsonargparse" not in sys.modules:  # applied when the parser is first built (secure_parsing)
+        return
+    from jsonargparse import set_parsing_settings
+
+    taken_back = sorted(_ever_trusted_by_user - set(_trusted_by_user))
+    set_parsing_settings(import_path_denylist=["*", *DENIED_INSIDE_TRUSTED, *taken_back],
+                         import_path_allowlist=[*TRUSTED_MODULES, *_trusted_by_user],
+                         # a {class_path: ...} inside a value typed Any stays data; jsonargparse
+                         # would otherwise build it
+                         instantiate_subclass_spec_in_any=False)
+
+
+def parser_yaml_load(text: str) -> Any:
+    """jsonargparse's YAML loader with this package's checks first (:func:`_load_checked`): an
+    inline ``--config '<yaml>'``, a nested config file and every value go through the same rules as a
+    config file."""
+    from jsonargparse import get_loader
+
+    if isinstance(text, str) and text.strip():
+        _load_checked(text, f"YAML {_excerpt(text)}", syntax_errors=False)  # jsonargparse says its own
+    return get_loader("yaml")(text)
+
+
+def _excerpt(text: str, width: int = 40) -> str:
+    """The start of a YAML text, on one line, to name it in an error."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= width else flat[:width] + "...")
+
+
+def secure_parsing() -> None:
+    """Before building a parser: jsonargparse reads YAML with :func:`parser_yaml_load` (parser
+    mode :data:`PARSER_MODE`) and imports only what :func:`is_trusted` allows."""
+    import yaml
+    from jsonargparse import set_loader
+
+    set_loader(PARSER_MODE, parser_yaml_load, exceptions=(yaml.YAMLError,))
+    _apply_import_policy()
 
 
 def check_class_paths(tree: Any, where: str, path: str = "") -> None:
-    """Raise ``ConfigError`` (one line) for a ``class_path`` outside :data:`TRUSTED_CLASS_PREFIXES`.
+    """Raise ``ConfigError`` (one line) for a ``class_path`` that :func:`is_trusted` refuses, before
+    any parser sees the file (the parser refuses them too, and every other dotted name).
 
     A bare class name (``TensorBoardLogger``) is resolved by the parser among classes already
     imported, so it imports nothing and is accepted.
@@ -187,19 +302,23 @@ def check_class_paths(tree: Any, where: str, path: str = "") -> None:
     >>> check_class_paths({"trainer": {"callbacks": [{"class_path": "payload.Evil"}]}}, "plan.json")
     Traceback (most recent call last):
     ...
-    grok_lightning.config.ConfigError: plan.json: trainer.callbacks.0.class_path='payload.Evil': classes named in a file must come from grok_lightning, lightning, pytorch_lightning, lightning_fabric, torch or torchmetrics (name your own on the command line)
+    grok_lightning.config.ConfigError: plan.json: trainer.callbacks.0.class_path='payload.Evil': code named in a config must come from grok_lightning, lightning, pytorch_lightning, lightning_fabric, torch or torchmetrics (trust your own modules with --trust-code MODULE)
     """
     if isinstance(tree, dict):
         value = tree.get("class_path")
-        if isinstance(value, str) and "." in value and not value.startswith(TRUSTED_CLASS_PREFIXES):
-            allowed = [p.rstrip(".") for p in TRUSTED_CLASS_PREFIXES]
-            raise ConfigError(f"{where}: {path + '.' if path else ''}class_path={value!r}: classes named in a file must "
-                              f"come from {', '.join(allowed[:-1])} or {allowed[-1]} (name your own on the command line)")
+        if isinstance(value, str) and "." in value and not is_trusted(value):
+            raise ConfigError(f"{where}: {path + '.' if path else ''}class_path={value!r}: {untrusted_reason()}")
         for key, child in tree.items():
             check_class_paths(child, where, f"{path}.{key}" if path else str(key))
     elif isinstance(tree, list):
         for i, child in enumerate(tree):
             check_class_paths(child, where, f"{path}.{i}" if path else str(i))
+
+
+def untrusted_reason() -> str:
+    allowed = [*TRUSTED_MODULES, *_trusted_by_user]
+    return (f"code named in a config must come from {', '.join(allowed[:-1])} or {allowed[-1]} (trust your own "
+            "modules with --trust-code MODULE)")
 
 
 # --- jsonargparse's errors as one line --------------------------------------------------------
@@ -223,6 +342,11 @@ def parser_error_line(message: str) -> str:
     key = ".".join(re.findall(r'Parser key "([^"]+)"', text))
     klass = re.search(r"Problem with given class_path '([^']+)'", text)
     owner = klass.group(1).rpartition(".")[2] if klass else None
+    match = re.search(r"Importing '([^']+)' is not allowed", text)
+    if match:  # jsonargparse's import policy (secure_parsing): a class, callable or type not trusted
+        named = match.group(1)
+        field = f"{key}.class_path" if re.search(rf"class_path '{re.escape(named)}'", text) else key
+        return f"{field}={named!r}: {untrusted_reason()}"
     match = re.search(r"File does not exist: '([^']+)'", text)
     if match:
         return f"--{key or 'config'} {match.group(1)}: no such file"

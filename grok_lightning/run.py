@@ -28,7 +28,15 @@ from grok_lightning.callbacks.grok import StopState
 from grok_lightning.callbacks.progress import RunProgressBar, summary_lines
 from grok_lightning.callbacks.resume import ResumeCheckpoint
 from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
-from grok_lightning.config import ConfigError, require, require_choice, validate_run_config
+from grok_lightning.config import (
+    PARSER_MODE,
+    ConfigError,
+    require,
+    require_choice,
+    secure_parsing,
+    trust_code,
+    validate_run_config,
+)
 
 __all__ = ["GrokCLI", "RunSettings", "run_config"]
 
@@ -109,6 +117,9 @@ class GrokCLI(LightningCLI):
 
     def __init__(self, *args, **kwargs):
         quiet_third_party()
+        # before the parser exists: YAML read by this package's rules, dotted names only from
+        # trusted modules (a config is data, never code)
+        secure_parsing()
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
@@ -118,6 +129,7 @@ class GrokCLI(LightningCLI):
     def init_parser(self, **kwargs):
         # no abbreviations: `--trainer.max_epoch 3` is a typo to report, not `max_epochs`
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("parser_mode", PARSER_MODE)
         return super().init_parser(**kwargs)
 
     def add_arguments_to_parser(self, parser) -> None:
@@ -297,12 +309,16 @@ def stopped_by(trainer) -> int | None:
     return next((c.stopped_by for c in trainer.callbacks if isinstance(c, ResumeCheckpoint) and c.stopped_by), None)
 
 
-def run_config(config: dict, ckpt_path: str | None = None) -> dict:
+def run_config(config: dict, ckpt_path: str | None = None, trusted_code=None) -> dict:
     """Train one run from a resolved LightningCLI config dict; return its record.
 
     ``config`` has the sections of a ``configs/*.yaml`` file (``model``, ``data``, ``trainer``,
     ``run``, ``grok``, ``seed_everything``). ``ckpt_path`` resumes from a checkpoint.
+    ``trusted_code``: modules besides this package, Lightning and torch whose classes and callables
+    the config may name (``--trust-code``; ``None`` keeps this process's setting).
     """
+    if trusted_code is not None:
+        trust_code(trusted_code)
     with warnings.catch_warnings():  # "args and sys.argv both given": args is what we mean here
         warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
         cli = GrokCLI(args=config, run=False, parser_kwargs={"exit_on_error": False})

@@ -79,3 +79,12 @@ class InterruptAfter(Callback):
     def on_train_epoch_end(self, trainer, pl_module):
         if trainer.current_epoch + 1 == self.epoch:
             raise KeyboardInterrupt
+
+
+@pytest.fixture(autouse=True)
+def _no_trusted_code_leak():
+    """``--trust-code`` (``run_config(trusted_code=...)``) is process-global; no test inherits it."""
+    yield
+    from grok_lightning.config import trust_code
+
+    trust_code(())

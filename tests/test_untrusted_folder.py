@@ -6,6 +6,9 @@
    never imported.
 3. Another run's last.ckpt planted in a run folder: refused, not adopted.
 4. A checkpoint of another model shape: one line before training.
+5. A config names a user's module through a trusted class: a callable in ``init_args``, a nested
+   config file, ``dict_kwargs``; from the working directory, ``PYTHONPATH`` or the console script,
+   and through ``sweep run``. Never imported; ``--trust-code MODULE`` is the one way in.
 Plus YAML: a key written twice, and an alias bomb.
 """
 
@@ -201,3 +204,91 @@ def test_records_get_the_users_file_mode(tmp_path):
     finally:
         os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+# --- a user's module named through a trusted class --------------------------------------------
+CANONICAL = str(REPO / "configs" / "canonical.yaml")
+LAMBDA = ("trainer:\n  callbacks:\n    - class_path: lightning.pytorch.callbacks.LambdaCallback\n"
+          "      init_args: {on_fit_start: payload.f}\n")
+
+
+def plant_payload(folder: Path) -> Path:
+    """``payload.py`` in ``folder``: importing it writes ``folder/imported``, which is returned."""
+    marker = folder / "imported"
+    (folder / "payload.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n"
+                                       "def f(*args):\n    pass\n\nclass Cb:\n    pass\n")
+    (folder / "lambda.yaml").write_text(LAMBDA)
+    (folder / "cb.yaml").write_text("class_path: payload.Cb\n")
+    (folder / "nested.yaml").write_text("trainer:\n  callbacks: [cb.yaml]\n")
+    return marker
+
+
+def fit_prints_config(folder: Path, *argv: str, cwd: Path | None = None, env: dict | None = None,
+                      command: list[str] | None = None):
+    """``grok-lightning fit --config canonical.yaml ARGV --print_config``: parses (and would import)
+    everything, trains nothing."""
+    import os
+
+    command = command or [sys.executable, "-m", "grok_lightning.cli"]
+    return subprocess.run([*command, "fit", "--config", CANONICAL, *argv, "--print_config"], cwd=cwd or folder,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("how", ["working directory", "PYTHONPATH", "console script", "nested config file"])
+def test_a_callable_or_nested_file_naming_a_users_module_is_never_imported(tmp_path, how):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    marker = plant_payload(folder)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    config = str(folder / ("nested.yaml" if how == "nested config file" else "lambda.yaml"))
+    kwargs = {"working directory": {}, "nested config file": {},
+              "PYTHONPATH": {"cwd": elsewhere, "env": {"PYTHONPATH": str(folder)}},
+              "console script": {"env": {"PYTHONPATH": str(folder)},
+                                 "command": [str(Path(sys.executable).parent / "grok-lightning")]}}[how]
+    done = fit_prints_config(folder, "--config", config, **kwargs)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "payload." in lines[0] and "--trust-code" in lines[0], lines[0]
+    assert not marker.exists()
+
+
+def test_trust_code_on_the_command_line_is_the_one_way_in(tmp_path):
+    marker = plant_payload(tmp_path)
+    done = fit_prints_config(tmp_path, "--trust-code", "payload", "--config", "lambda.yaml")
+    assert done.returncode == 0 and "payload.f" in done.stdout, done.stderr
+    assert marker.exists()
+
+
+def test_dict_kwargs_and_any_typed_values_stay_data(tmp_path, tiny, monkeypatch):
+    """The parser's own policy, without the file check before it: a ``{class_path: ...}`` in
+    ``dict_kwargs`` is passed on as data, never imported."""
+    from grok_lightning.sweep.keys import _parse
+
+    marker = plant_payload(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tiny()
+    config["trainer"]["logger"]["dict_kwargs"] = {"comment": {"class_path": "payload.Cb"}}
+    _parse(config)
+    config["trainer"]["callbacks"] = [{"class_path": "lightning.pytorch.callbacks.LambdaCallback",
+                                       "init_args": {"on_fit_start": "payload.f"}}]
+    with pytest.raises(Exception, match="payload.f"):
+        _parse(config)
+    assert not marker.exists() and "payload" not in sys.modules
+
+
+def test_sweep_run_never_imports_a_users_module_named_in_its_configs(tmp_path, monkeypatch, capfd):
+    from grok_lightning.sweep.cli import main
+
+    marker = plant_payload(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = yaml.safe_load(tiny_sweep(tmp_path).read_text())
+    for name, callbacks in (("nested", ["cb.yaml"]), ("lambda", yaml.safe_load(LAMBDA)["trainer"]["callbacks"])):
+        spec["overrides"]["trainer.callbacks"] = callbacks
+        (tmp_path / f"{name}_sweep.yaml").write_text(yaml.safe_dump(spec))
+        assert main(["run", f"{name}_sweep.yaml", "--out", f"out_{name}", "--workers", "0"]) == 2
+        err = capfd.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "payload." in err[0], err
+        assert not marker.exists() and "payload" not in sys.modules
+        assert not (tmp_path / f"out_{name}").exists()

@@ -3,7 +3,7 @@
     grok-lightning sweep run configs/sweeps/canonical_wd.yaml --profile smoke [--workers N]
         [--threads-per-worker T] [--out DIR] [--launcher local|ray] [--address ADDR]
         [--gpus-per-run 0.25] [--ensemble-size E] [--devices 4|0,2,5] [--runs-per-device R]
-        [--extend] [--dry-run]
+        [--extend] [--dry-run] [--trust-code MODULE]
     grok-lightning sweep run DIR                  # resume the sweep stored in DIR
     grok-lightning sweep status DIR [--json]
     grok-lightning sweep collect DIR --out runs.parquet|runs.csv [--no-pending]
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-per-device", type=_positive_int, default=None,
                      help="local workers per GPU with --devices (default 1); --workers defaults to devices x this")
     run.add_argument("--dry-run", action="store_true", help="print the runs and exit")
+    run.add_argument("--trust-code", action="append", default=[], metavar="MODULE",
+                     help="let the sweep's configs name classes and callables of this module of yours (repeatable; "
+                          "by default only grok_lightning, lightning, torch and torchmetrics)")
 
     status = sub.add_parser("status", help="status counts of a sweep directory, epoch / max epochs per running run")
     status.add_argument("dir")
@@ -78,7 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args) -> int:
+    from grok_lightning.config import trust_code
     from grok_lightning.sweep.launchers import prepare, run_sweep
+
+    trust_code(args.trust_code)  # the runs get the same (make_task)
 
     if args.dry_run:
         sweep, runs, store = prepare(args.sweep, args.profile, args.out, extend=args.extend)

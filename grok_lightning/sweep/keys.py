@@ -198,6 +198,10 @@ def _owner_class(owner: str | None):
 
             return Trainer
         return getattr(_parser().groups.get(name), "group_class", None)
+    from grok_lightning.config import is_trusted
+
+    if not is_trusted(owner):  # a name from a parser message: imported only where a config may name it
+        return None
     module, _, name = owner.rpartition(".")
     try:
         return getattr(importlib.import_module(module), name)

@@ -63,6 +63,7 @@ def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int 
     ``keep_checkpoints`` from the sweep."""
     import copy
 
+    from grok_lightning.config import trusted_code
     from grok_lightning.sweep.grid import get_dotted, max_epochs_of, set_dotted
 
     config = copy.deepcopy(entry["config"])
@@ -88,7 +89,8 @@ def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int 
     use_checkpoints = horizon is None or horizon >= min_epochs
     set_dotted(config, "run.checkpoint_every", every if use_checkpoints else 0)
     return {"name": entry["name"], "run_id": entry["run_id"], "run_dir": str(run_dir), "config": config,
-            "keep_checkpoints": bool(settings.get("keep_checkpoints", True)), "threads": threads}
+            "keep_checkpoints": bool(settings.get("keep_checkpoints", True)), "threads": threads,
+            "trusted_code": list(trusted_code())}  # --trust-code of the sweep's command line
 
 
 # --- the protocol ---------------------------------------------------------------------------------
@@ -98,6 +100,10 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     An ensemble task (``members``, from ``--ensemble-size``) trains its runs together; its summary
     lists theirs under ``members``.
     """
+    from grok_lightning.config import trust_code
+
+    # the modules the sweep's command line trusted (--trust-code), in this process too
+    trust_code(task.get("trusted_code") or next((m.get("trusted_code") for m in task.get("members") or []), None) or ())
     if task.get("members"):
         from grok_lightning.sweep.packing import execute_ensemble  # one way: ensembles never import worker
 
