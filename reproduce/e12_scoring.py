@@ -13,6 +13,7 @@ import numpy as np
 from grok_lightning.stats import correct, paired_comparison, paired_d_ci
 from grok_lightning.stats.interventions import E12_OUTCOMES, e12_outcomes, reinitialised_heads, sigma_curve
 from grok_lightning.stats.phases import history_curve
+from reproduce.claims import load_claims
 from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 8 (E12)"
@@ -102,7 +103,8 @@ def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 1
         for t, r, p in zip(family, reject, p_adj):
             t["p_bonferroni"], t["reject_bonferroni"] = float(p), bool(r)
     excluded = {g: [r.get("excluded_reason") for r in recs if r["status"] == "excluded"] for g, recs in groups.items()}
-    return {"pairs": pairs, "controls": [_control_facts(table["A"][k], peaks[k]) for k in pairs], "tests": tests,
+    horizon = max((r["config"].get("max_epochs") or 0 for r in groups["A"]), default=0)
+    return {"pairs": pairs, "horizon": horizon, "controls": [_control_facts(table["A"][k], peaks[k]) for k in pairs], "tests": tests,
             "excluded": excluded, "replay": _replay(groups.get("R", []), table["A"], peaks),
             "reinitialised_heads": {f"{k[0]}_{k[1]:g}": v for k, v in heads.items() if v},
             "n_runs": {g: len(recs) for g, recs in groups.items()}}
@@ -120,80 +122,97 @@ def _mean_ci(values: list[float]) -> tuple[float | None, list | None]:
     return float(x.mean()), [float(x.mean() - half), float(x.mean() + half)]
 
 
+def _scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -> dict:
+    """A row against the claim ``claim_id`` of reference/claims.csv, or a context row (no paper
+    value, no verdict) when the table has no such claim."""
+    from reproduce.claims import claim_row
+
+    if claim_id in load_claims():
+        return claim_row(claim_id, quantity, ours, profile, n, **fields)
+    return row(PAPER, quantity, None, ours, profile, n, **fields)
+
+
 def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) -> list[dict]:
     """Report rows: control A against the paper's A at its lambda, then every contrast."""
-    from reproduce.claims import claim
+    from grok_lightning.stats.intervals import wilson
 
     controls = scored["controls"]
     rows: list[dict] = []
-    wds = sorted({c["wd"] for c in controls})
-    seeds = sorted({c["seed"] for c in controls})
     smoke = None if profile != "smoke" else "the smoke-sized model at lambda 0.3: a pipeline check, not the paper's design"
     done = f"{len(controls)} of {planned.get('A', len(controls))} planned control runs finished"
-    for wd in wds:
+    for wd in sorted({c["wd"] for c in controls}):
         mine = [c for c in controls if c["wd"] == wd]
         stratum = f"{wd:g}"
         before = sum(c["E_before_grok"] for c in mine)
         grokked = [c["grok_epoch"] for c in mine if c["grok_epoch"] is not None]
-        context = join_notes(done, f"seeds {seeds}", f"E per seed {[c['E'] for c in mine]}",
-                             f"E before A's grokking in {before} of {len(mine)}")
+        context = join_notes(done, f"seeds {[c['seed'] for c in mine]}", f"E per seed {[c['E'] for c in mine]}",
+                             f"grok epochs {[c['grok_epoch'] for c in mine]}",
+                             f"E before A's grokking in {before} of {len(mine)}", f"horizon {scored['horizon']:,} epochs "
+                             "(the paper's E12: 10,000)")
         for quantity, claim_id, values in (
-                ("E12 control A: peak sigma_H summed over layers (the cohort's reading)", f"e12.A.peak_ent.wd{stratum}",
+                ("E12 control A: peak sigma_H summed over layers (the cohort's reading)", f"e12.A_peak.{stratum}",
                  [c["peak_sum_layers"] for c in mine]),
-                ("E12 control A: min s_bar after epoch 100", f"e12.A.min_sim.wd{stratum}", [c["min_s_bar"] for c in mine]),
-                ("E12 control A: grok epoch", f"e12.A.grok_ep.wd{stratum}", grokked)):
-            paper = claim(claim_id, default=None)
+                ("E12 control A: min s_bar after epoch 100", f"e12.A_min_sim.{stratum}", [c["min_s_bar"] for c in mine]),
+                ("E12 control A: grok epoch (mean of the grokked runs)", f"e12.A_grok_ep.{stratum}", grokked)):
             mean, ci = _mean_ci(values)
-            rows.append(row(PAPER, f"{quantity} at lambda {stratum}", paper.value if paper else None, mean, profile,
-                            len(values), paper_ci=paper.ci if paper else None, ours_ci=ci, invalid=smoke,
-                            margin=paper.margin if paper else None,
-                            note=join_notes(context, paper.note if paper else "no paper value at this lambda")))
-        paper = claim(f"e12.A.grok_rate.wd{stratum}", default=None)
-        rows.append(row(PAPER, f"E12 control A: grokked at lambda {stratum}", paper.value if paper else None,
-                        len(grokked) / len(mine), profile, len(mine), count=(len(grokked), len(mine)), invalid=smoke,
-                        note=join_notes(f"{len(grokked)}/{len(mine)}", paper.note if paper else "")))
+            rows.append(_scored_row(claim_id, f"{quantity} at lambda {stratum}", mean, profile, len(values),
+                                    ours_ci=ci, invalid=smoke, note=context))
+        lo, hi = wilson(len(grokked), len(mine)).ci
+        rows.append(_scored_row(f"e12.grok_A.{stratum}", f"E12 control A: grokked at lambda {stratum}",
+                                len(grokked) / len(mine), profile, len(mine), ours_ci=[lo, hi], invalid=smoke,
+                                note=f"{len(grokked)}/{len(mine)}, Wilson 95% interval"))
         rows += _contrast_rows(scored, profile, planned, stratum, where, smoke)
     for check in scored["replay"]:
-        rows.append(row(PAPER, "E12 determinism: A resumed at E with its own order repeats A", None,
-                        float(check["identical"]), profile, 1, identity=check["identical"],
+        differing = check["columns_differing"]
+        rows.append(row(PAPER, "E12 determinism: A resumed at E with its own order repeats A (largest gap over every "
+                        "recorded column)", None, max(differing.values(), default=0.0), profile, 1, kind="identity",
+                        expected=0.0, margin=0.0,
                         note=f"seed {check['seed']}, {check['epochs_compared']} evaluations after E = {check['E']}; "
-                             f"columns that differ (largest gap): {check['columns_differing'] or 'none'}"))
+                             f"columns that differ: {sorted(differing) or 'none'}"))
     return rows
 
 
 def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, where: str, invalid: str | None) -> list[dict]:
-    from reproduce.claims import claim
-
     rows = []
     runs = scored["n_runs"]
     for contrast in ("-".join(c) for c in CONTRASTS):
         missing = [g for g in contrast.split("-") if runs.get(g, 0) < planned.get(g, 0)]
+        lacking = ", ".join(f"group {g} has {runs.get(g, 0)} of {planned.get(g)} runs" for g in missing)
         for variant in VARIANTS:
+            if variant != "headline" and contrast not in ("B-A", "B-P", "C-A", "C-P"):
+                continue
+            sensitivity = {} if variant == "headline" else {"sensitivity": variant}
+            label = "" if variant == "headline" else f"sensitivity ({variant}): "
             for outcome in (E12_OUTCOMES if variant == "headline" else ("peak_ent",)):
-                if variant != "headline" and contrast not in ("B-A", "B-P", "C-A", "C-P"):
-                    continue
                 test = next((t for t in scored["tests"] if (t["contrast"], t["variant"], t["outcome"], t["stratum"])
-                             == (contrast, variant, outcome, stratum)), None)
-                paper = claim(f"e12.{contrast}.{outcome}.d.wd{stratum}", default=None) if variant == "headline" else None
-                label = "" if variant == "headline" else f"sensitivity ({variant}): "
-                quantity = f"{label}E12 {contrast}, Cohen's d of {outcome} on {where} at lambda {stratum}"
-                if test is None or test.get("cohen_d") is None:
-                    why = (f"not run here: {', '.join(f'group {g} has {runs.get(g, 0)} of {planned.get(g)} runs' for g in missing)}"
-                           if missing else (test or {}).get("error", "no pairs"))
-                    rows.append(row(PAPER, quantity, paper.value if paper else None, None, profile, 0, note=why,
-                                    invalid=invalid, margin=paper.margin if paper else None))
+                             == (contrast, variant, outcome, stratum)), {})
+                base = f"e12.{contrast}" if outcome == "peak_ent" else f"e12.{contrast}.{outcome}"
+                quantity = f"{label}E12 {contrast}: {{}} of {outcome} on {where} at lambda {stratum}"
+                if test.get("cohen_d") is None:
+                    why = f"not run here: {lacking}" if missing else test.get("error", "no complete pairs")
+                    rows.append(_scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), None, profile, 0,
+                                            note=why, invalid=invalid, **sensitivity))
                     continue
                 ci = test.get("ci_95_diff") or [None, None]
-                note = join_notes(f"mean {contrast} {_g(test.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}]",
+                note = join_notes(f"mean {contrast} {_g(test.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}] "
+                                  f"({contrast.split('-')[1]} {_g(test.get('mean_a'))})",
                                   f"p_t {_g(test.get('p_value_t'))}", f"Wilcoxon p {_g(test.get('wilcoxon_p'))}",
                                   f"Bonferroni {_g(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
-                                  f"{test.get('n_dropped', 0)} pairs dropped" if test.get("n_dropped") else "",
-                                  paper.note if paper else ("the placebo is beyond the paper" if "P" in contrast else ""),
-                                  f"missing runs: {missing}" if missing else "")
-                rows.append(row(PAPER, quantity, paper.value if paper else None, test["cohen_d"], profile, test["n"],
-                                paper_ci=paper.ci if paper else None, ours_ci=test.get("cohen_d_ci"), null=0.0,
-                                note=note, invalid=invalid, margin=paper.margin if paper else None)
-                            | {"contrast": contrast, "stratum": stratum, "outcome": outcome})
+                                  f"{test.get('n_dropped')} pairs dropped" if test.get("n_dropped") else "",
+                                  "the placebo is beyond the paper" if "P" in contrast else "",
+                                  f"missing runs: {lacking}" if missing else "")
+                common = dict(profile=profile, n=test["n"], invalid=invalid, **sensitivity)
+                rows.append(_scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"],
+                                        ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **common))
+                if variant == "headline" and outcome == "peak_ent":
+                    rows.append(_scored_row(f"{base}.diff.{stratum}", quantity.format("mean difference"),
+                                            test.get("mean_diff"), ours_ci=test.get("ci_95_diff"), null=0.0, **common))
+                    paper_diff = load_claims().get(f"{base}.diff.{stratum}")
+                    paper_sign = None if paper_diff is None else paper_diff.value > 0
+                    rows.append(_scored_row(f"{base}.p.{stratum}", quantity.format("paired t test p"),
+                                            test.get("p_value_t"), null=0.0,
+                                            same_sign=paper_sign is None or (test.get("mean_diff", 0) > 0) == paper_sign,
+                                            **common))
     return rows
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from grok_lightning.plots.common import caption

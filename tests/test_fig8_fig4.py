@@ -299,3 +299,27 @@ def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, mon
     path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, {(7, 1.0): "peak.ckpt"}, Path("reproduction") / "fig8" / "B")
     assert not path.is_absolute() and sweep_path(path).is_file() and sweep_path(path) == path
     assert sweep_path("interventions.yaml") == SWEEPS / "interventions.yaml"
+
+
+def test_e12_rows_score_a_against_the_claims_and_name_missing_groups(tmp_path):
+    """Without B, C and R records (reading shipped records only), A's rows are scored against the
+    paper's lambda 0.05 stratum and every contrast that needs a missing group says so."""
+    from reproduce.verdict import verdict
+
+    seeds = range(4)
+    groups = {"A": [_history_record(0.05, s, {150: 0.27 + 0.01 * s}) for s in seeds],
+              "P": [_history_record(0.05, s, {150: 0.27 + 0.01 * s, 170: 0.1 + 0.01 * s}) for s in seeds],
+              "B": [], "C": [], "R": []}
+    peaks = {(s, 0.05): 150 for s in seeds}
+    planned = {"A": 8, "B": 8, "C": 8, "P": 8, "R": 1}
+    fig8.analyse(groups, peaks, "medium", tmp_path, n_bootstrap=200, planned=planned)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    peak = rows["E12 control A: peak sigma_H summed over layers (the cohort's reading) at lambda 0.05"]
+    assert peak["claim"] == "e12.A_peak.0.05" and peak["paper_value"] == 0.2798 and peak["n"] == 4
+    assert "4 of 8 planned control runs finished" in peak["note"] and "E before A's grokking in 0 of 4" in peak["note"]
+    assert rows["E12 control A: grokked at lambda 0.05"]["claim"] == "e12.grok_A.0.05"
+    ba = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
+    assert ba["paper_value"] == -1.19 and verdict(ba) == "not run here" and "group B has 0 of 8 runs" in ba["note"]
+    pa = rows["E12 P-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
+    assert pa["paper_value"] is None and pa["ours"] is not None and verdict(pa) == "-"
+    assert (tmp_path / "fig8_forest.png").exists()
