@@ -1,7 +1,9 @@
 """A sweep folder from someone else is data: each attack as a user would try it, then refused.
 
-1. plan.json names a run folder outside the sweep (or a run folder is a symbolic link): nothing
-   outside the sweep is emptied; one line names the run.
+1. plan.json names a run folder outside the sweep, or a folder or file the sweep writes is a
+   symbolic link (the sweep folder, ``runs/``, a run folder, its checkpoints, attempts.jsonl,
+   run.log, index.json, the lock): nothing outside the sweep is emptied or written; one line
+   names the path.
 2. plan.json / sweep.yaml / a --config file names a class from a module next to the sweep: it is
    never imported.
 3. Another run's last.ckpt planted in a run folder: refused, not adopted.
@@ -49,10 +51,20 @@ def edit_plan(out: Path, change) -> None:
     (out / "plan.json").write_text(json.dumps(plan))
 
 
+@pytest.fixture(scope="module")
+def finished_once(tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "s"
+    quiet_run(tiny_sweep(out.parent), out=out)
+    return out
+
+
 @pytest.fixture
-def finished(tmp_path):
+def finished(tmp_path, finished_once):
+    """A finished one-run sweep (trained once per module, copied for each test)."""
+    import shutil
+
     out = tmp_path / "s"
-    quiet_run(tiny_sweep(tmp_path), out=out)
+    shutil.copytree(finished_once, out, symlinks=True)
     return out
 
 
@@ -86,6 +98,67 @@ def test_a_symlinked_run_folder_is_refused_not_followed(finished, tmp_path):
     with pytest.raises(ConfigError, match="symbolic link"):
         quiet_run(finished)
     assert (victim / "keep").read_text() == "mine"
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+#: what is planted -> (the link's path inside the sweep, what it points to inside the victim's folder)
+LINKS = {"the sweep folder": (None, "."), "runs/": ("runs", "."),
+         "a run's attempts.jsonl": ("runs/{run}/attempts.jsonl", "keep"), "a run's run.log": ("runs/{run}/run.log", "keep"),
+         "a run's .owner": ("runs/{run}/.owner", "keep"), "a run's checkpoints/": ("runs/{run}/checkpoints", "ckpts"),
+         "a run's hparams.yaml": ("runs/{run}/hparams.yaml", "keep"), "index.json": ("index.json", "keep"),
+         "the lock": (".sweep.lock", "keep"), "the lock's note": (".sweep.lock.json", "keep")}
+
+
+@pytest.mark.parametrize("planted", list(LINKS))
+def test_a_symbolic_link_in_a_sweep_is_refused_and_nothing_outside_changes(finished, tmp_path, planted):
+    import shutil
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("mine")
+    name = json.loads((finished / "plan.json").read_text())["runs"][0]["name"]
+    shutil.copytree(finished / "runs" / name / "checkpoints", victim / "ckpts")
+    (finished / "runs" / name / "record.json").unlink()  # so that the run is due again
+    where, target = LINKS[planted]
+    if where is None:
+        sweep = tmp_path / "link"
+        sweep.symlink_to(finished, target_is_directory=True)
+    else:
+        sweep = finished
+        link = finished / where.format(run=name)
+        if link.is_dir():
+            shutil.rmtree(link)
+        link.unlink(missing_ok=True)
+        link.symlink_to(victim / target)
+    before = _snapshot(victim)
+    with pytest.raises(ConfigError, match="symbolic link") as err:
+        quiet_run(sweep)
+    assert "\n" not in str(err.value)
+    assert _snapshot(victim) == before
+
+
+def test_writes_and_deletions_never_go_through_a_link_planted_later(tmp_path):
+    """After the walk that refuses links: a sweep's own writes open with O_NOFOLLOW, and it deletes
+    only inside its folder."""
+    from grok_lightning.sweep.nofollow import open_no_follow, remove_inside
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("mine")
+    runs = tmp_path / "s" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "run.log").symlink_to(victim / "keep")
+    for mode in ("a", "w"):
+        with pytest.raises(ConfigError, match="symbolic link"):
+            open_no_follow(runs / "run.log", mode)
+    (runs / "out").symlink_to(victim, target_is_directory=True)
+    with pytest.raises(ConfigError, match="resolves outside"):
+        remove_inside(tmp_path / "s", runs / "out" / "keep")
+    remove_inside(tmp_path / "s", runs / "out")  # the link itself goes, never what it points to
+    assert (victim / "keep").read_text() == "mine" and not (runs / "out").exists()
 
 
 def test_a_class_from_next_to_the_sweep_is_never_imported(finished, tmp_path):

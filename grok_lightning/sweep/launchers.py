@@ -29,6 +29,7 @@ from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.sweep.devices import resolve_devices, workers_for_devices
 from grok_lightning.sweep.grid import Sweep, expand, load_sweep, validate_types
 from grok_lightning.sweep.local_pool import LocalPool, WorkerStartupError, run_inline, worker_command
+from grok_lightning.sweep.nofollow import refuse_links
 from grok_lightning.sweep.packing import pack_tasks
 from grok_lightning.sweep.progress import Progress
 from grok_lightning.sweep.ray_pool import import_ray, run_ray
@@ -185,6 +186,7 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
     chosen = LAUNCHERS[launcher]
     chosen.check(LaunchSettings(0, threads, address, gpus_per_run, device_list))
     sweep, runs, store = prepare(target, profile, out, extend=extend)
+    refuse_links(store.given)  # before the first write: nothing in the folder may lead out of it
     with store.lock():
         store.initialize(sweep, runs, extend=extend)
         plan = store.checked_plan(runs)

@@ -29,6 +29,7 @@ import time
 from grok_lightning.config import ConfigError
 from grok_lightning.sweep import dispatch
 from grok_lightning.sweep.devices import pick_device
+from grok_lightning.sweep.nofollow import open_no_follow
 from grok_lightning.sweep.packing import member_tasks
 from grok_lightning.sweep.rundir import mark_failed
 from grok_lightning.sweep.worker import execute_run
@@ -166,7 +167,7 @@ class LocalPool:
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> bool:
-        self.log = open(self.log_path, "a")
+        self.log = open_no_follow(self.log_path, "a")
         previous = dispatch.on_signals(self.on_signal)
         try:
             for _ in range(self.n_workers):

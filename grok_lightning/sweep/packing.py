@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import traceback
 from pathlib import Path
 
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME
+from grok_lightning.sweep.nofollow import open_no_follow, remove_inside
 from grok_lightning.sweep.rundir import (
     LOG_FILE,
     checkpoint_to_resume,
@@ -86,11 +86,12 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
     ckpt_path, unusable = checkpoint_to_resume(ensemble_dir / "checkpoints" / "last.ckpt") if same_members \
         else (None, None)
     if ckpt_path is None:
-        shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
+        remove_inside(ensemble_dir, ensemble_dir / "checkpoints")
         for member in todo:
             Path(member["run_dir"]).mkdir(parents=True, exist_ok=True)
             clean(Path(member["run_dir"]))
-    (ensemble_dir / MEMBERS_FILE).write_text(json.dumps(ids))
+    with open_no_follow(ensemble_dir / MEMBERS_FILE, "w") as handle:
+        handle.write(json.dumps(ids))
     every = min(int((m["config"].get("run") or {}).get("checkpoint_every") or 0) for m in todo)
     interrupted = False
     try:
@@ -117,7 +118,7 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
         summaries[member["name"]] = run_summary(member, record, interrupted=interrupted, resumed_from=ckpt_path,
                                              unusable_checkpoint=unusable)
     if not interrupted and not task.get("keep_checkpoints", True):
-        shutil.rmtree(ensemble_dir / "checkpoints", ignore_errors=True)
+        remove_inside(ensemble_dir, ensemble_dir / "checkpoints")
     return _ensemble_summary(task, summaries, interrupted)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from grok_lightning.records import (
     record_config,
     write_json_atomic,
 )
+from grok_lightning.sweep.nofollow import link_error, open_no_follow, remove_inside
 
 __all__ = ["ATTEMPTS_FILE", "LOG_FILE", "OWNER_FILE", "checkpoint_to_resume", "clean", "error_line", "log_tail",
            "failed_run_config", "mark_failed", "output_to", "owner_alive", "pid_alive", "proc_start", "read_record",
@@ -163,6 +163,8 @@ def run_dir_of(store_root: str | Path, name: str) -> Path:
     from grok_lightning.config import ConfigError
 
     runs = Path(store_root).resolve() / "runs"
+    if runs.is_symlink():
+        raise link_error(runs)
     text = str(name)
     if not text or text in (".", "..") or Path(text).name != text or "/" in text or "\\" in text:
         raise ConfigError(f"run name {text!r}: must be one plain folder name inside {runs}")
@@ -195,12 +197,8 @@ def clean(run_dir: Path) -> None:
 
         raise ConfigError(f"{run_dir}: a symbolic link; refusing to empty what it points to")
     for child in run_dir.iterdir():
-        if child.name in KEEP_ON_RESTART:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
+        if child.name not in KEEP_ON_RESTART:
+            remove_inside(run_dir, child)
 
 
 @contextlib.contextmanager
@@ -212,7 +210,7 @@ def output_to(path: Path, enabled: bool = True):
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with open(path, "a") as log:
+    with open_no_follow(path, "a") as log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         try:

@@ -36,6 +36,7 @@ from filelock import FileLock, Timeout
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.records import RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
 from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, canonical_json, check_sweep, get_dotted, max_epochs_of
+from grok_lightning.sweep.nofollow import link_error, open_no_follow
 from grok_lightning.sweep.rundir import run_dir_of
 
 __all__ = ["COUNT_ORDER", "SweepLock", "SweepLockedError", "SweepStore", "collect", "write_table"]
@@ -97,6 +98,8 @@ class SweepLock:
 
     def acquire(self) -> "SweepLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_symlink():  # filelock opens (and truncates) what a link points to
+            raise link_error(self.path)
         lock = FileLock(self.path, timeout=0)
         try:
             lock.acquire()
@@ -130,6 +133,7 @@ class SweepStore:
     """One sweep directory (see the module docstring for the layout)."""
 
     def __init__(self, root: str | Path):
+        self.given = Path(root)  # as given: a symbolic link there is refused before a sweep writes
         self.root = Path(root).resolve()
 
     # paths
@@ -205,7 +209,8 @@ class SweepStore:
         self.runs_dir.mkdir(exist_ok=True)
         text = yaml.safe_dump(sweep.to_dict(), sort_keys=False, default_flow_style=None)
         tmp = self.root / f".{SWEEP_FILE}.tmp"
-        tmp.write_text("# written by grok-lightning sweep run: the resolved sweep (base config inlined)\n" + text)
+        with open_no_follow(tmp, "w") as handle:
+            handle.write("# written by grok-lightning sweep run: the resolved sweep (base config inlined)\n" + text)
         os.replace(tmp, self.root / SWEEP_FILE)
         write_json_atomic(self.root / PLAN_FILE, {"sweep": sweep.name, "profile": sweep.profile,
                                                   "runs": [r.to_dict() for r in runs]})

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -35,6 +34,7 @@ import traceback
 from pathlib import Path
 
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME
+from grok_lightning.sweep.nofollow import open_no_follow, remove_inside
 from grok_lightning.sweep.rundir import (
     ATTEMPTS_FILE,
     LOG_FILE,
@@ -125,8 +125,9 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         # no checkpoint of its own yet: a run may start from another run's (E12's B and C)
         ckpt_path = ((task["config"].get("run") or {}).get("start_from")) or None
     me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": proc_start(os.getpid())}
-    (run_dir / OWNER_FILE).write_text(json.dumps(me))
-    with open(run_dir / ATTEMPTS_FILE, "a") as handle:
+    with open_no_follow(run_dir / OWNER_FILE, "w") as handle:
+        handle.write(json.dumps(me))
+    with open_no_follow(run_dir / ATTEMPTS_FILE, "a") as handle:
         handle.write(json.dumps({**me, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "resumed_from": ckpt_path,
                                  "unusable_checkpoint": unusable, "prior_status": (prior or {}).get("status")}) + "\n")
     interrupted = False
@@ -174,7 +175,7 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         record = mark_failed(task, "run ended without a final status")
     status = (record or {}).get("status")
     if status in FINAL_STATUSES and not task.get("keep_checkpoints", True):
-        shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)
+        remove_inside(run_dir, run_dir / "checkpoints")
     return run_summary(task, record, interrupted=interrupted, resumed_from=ckpt_path, unusable_checkpoint=unusable)
 
 

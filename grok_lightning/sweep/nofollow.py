@@ -1,0 +1,80 @@
+"""A sweep writes and deletes only real files and folders inside its own folder, never through a
+symbolic link.
+
+A sweep folder may come from someone else (a shared filesystem, an archive). A link planted in it
+(``runs/`` -> a folder of yours, ``attempts.jsonl`` -> a file of yours) would make a resumed
+sweep empty or write into what it points to. So:
+
+- :func:`refuse_links` walks the sweep folder before a sweep runs and refuses any link in it
+  (the folder itself included), in one line naming it;
+- :func:`open_no_follow` opens the files a sweep appends to or rewrites with ``O_NOFOLLOW``, so a
+  link planted while the sweep runs is refused as well;
+- :func:`remove_inside` deletes only paths whose folder resolves inside the sweep folder.
+
+Hand-written because the standard library has no "open below this folder without following
+links" (Linux's ``openat2(RESOLVE_BENEATH)`` is not in :mod:`os`), and ``filelock`` opens its lock
+file following links.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+from grok_lightning.config import ConfigError
+
+__all__ = ["link_error", "open_no_follow", "refuse_links", "remove_inside"]
+
+
+def link_error(path: str | os.PathLike) -> ConfigError:
+    return ConfigError(f"{path}: a symbolic link; a sweep reads and writes only real files and folders inside its "
+                       "own folder (put the real file or folder there)")
+
+
+def refuse_links(root: str | os.PathLike) -> None:
+    """One ``ConfigError`` line naming the first symbolic link at ``root`` or below it (``root``
+    as given: a link there is refused too; the folders above it are the user's own)."""
+    root = Path(root)
+    if root.is_symlink():
+        raise link_error(root)
+    if not root.is_dir():
+        return
+    folders = [root]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    raise link_error(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+
+
+def open_no_follow(path: str | os.PathLike, mode: str = "a"):
+    """``open(path, mode)`` for writing (``"a"`` appends, ``"w"`` rewrites) that refuses a symbolic
+    link at ``path`` in one line instead of writing into what it points to."""
+    if mode not in ("a", "w"):
+        raise ValueError(f"mode {mode!r}: 'a' or 'w'")
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP or Path(path).is_symlink():
+            raise link_error(path) from None
+        raise
+    return os.fdopen(fd, mode)
+
+
+def remove_inside(root: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Delete ``path`` (a file, a folder with what is in it, or a link itself, never what a link
+    points to) when its folder resolves inside ``root``; a ``ConfigError`` line otherwise."""
+    path = Path(path)
+    real_root = os.path.realpath(root)
+    parent = os.path.realpath(path.parent)
+    if parent != real_root and os.path.commonpath([real_root, parent]) != real_root:
+        raise ConfigError(f"{path}: resolves outside {root}; refusing to delete it")
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)  # the fd-based rmtree: links inside are removed, not followed
