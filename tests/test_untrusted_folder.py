@@ -6,7 +6,8 @@
    names the path.
 2. plan.json / sweep.yaml / a --config file names a class from a module next to the sweep: it is
    never imported.
-3. Another run's last.ckpt planted in a run folder: refused, not adopted.
+3. Another run's last.ckpt planted in a run folder, or a plain ``fit`` run's (no run id): refused,
+   not adopted.
 4. A checkpoint of another model shape: one line before training.
 5. A config names a user's module through a trusted class: a callable in ``init_args``, a nested
    config file, ``dict_kwargs``; from the working directory, ``PYTHONPATH`` or the console script,
@@ -201,6 +202,26 @@ def test_another_runs_checkpoint_is_refused_not_adopted(tmp_path):
     after = json.loads(store.record_path(a).read_text())
     assert after["status"] == "failed" and "the checkpoint of run" in after["error"].splitlines()[-1]
     assert after["history"] == record["history"]  # not B's
+
+
+def test_a_checkpoint_from_a_plain_fit_is_foreign_never_adopted(finished, tmp_path, tiny):
+    """A checkpoint that carries no run id (a ``grok-lightning fit`` run's) is not this run's."""
+    from grok_lightning.run import run_config
+
+    config = tiny(max_epochs=2, lr=0.01, weight_decay=3.0)
+    config["seed_everything"] = 99
+    run_config(config)
+    store = SweepStore(finished)
+    name = store.load_plan()[0]["name"]
+    (store.run_dir(name) / "checkpoints" / "last.ckpt").write_bytes(
+        next((tmp_path / "tiny").rglob("last.ckpt")).read_bytes())
+    record = json.loads(store.record_path(name).read_text())
+    record["status"] = "running"
+    store.record_path(name).write_text(json.dumps(record))
+    quiet_run(finished)
+    after = json.loads(store.record_path(name).read_text())
+    assert after["status"] == "failed" and "not this run's" in after["error"].splitlines()[-1], after["error"]
+    assert after["history"] == record["history"] and after["config"] == record["config"]
 
 
 def test_a_checkpoint_of_another_shape_is_one_line_before_training(tmp_path, tiny):

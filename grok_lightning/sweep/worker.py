@@ -182,17 +182,18 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
 def check_task(task: dict, ckpt_path: str | None, own_checkpoint: bool) -> None:
     """Before a run trains: the classes its config names come from trusted packages (a task comes
     from a results folder, which is data), and its own ``last.ckpt`` is its own: a checkpoint
-    that another run wrote is refused (a run starts from another run's only where its config
-    says ``run.start_from``)."""
+    that another run wrote, or one that carries no run id, is refused, never adopted (a run starts
+    from another run's only where its config says ``run.start_from``)."""
     from grok_lightning.checkpoint_io import checkpoint_run_id
     from grok_lightning.config import ConfigError, check_class_paths
 
     check_class_paths(task["config"], f"run {task['name']}")
     if own_checkpoint:
         owner = checkpoint_run_id(ckpt_path)
-        if owner is not None and owner != task["run_id"]:
-            raise ConfigError(f"{ckpt_path}: the checkpoint of run {owner}, not of this run ({task['run_id']}); "
-                              "remove it to restart this run from scratch")
+        if owner != task["run_id"]:  # no id at all: a plain `fit` run's, or written elsewhere
+            whose = f"the checkpoint of run {owner}" if owner is not None else "a checkpoint without a run id"
+            raise ConfigError(f"{ckpt_path}: {whose}, not this run's ({task['run_id']}); remove it to restart this "
+                              "run from scratch")
 
 
 # --- worker processes -----------------------------------------------------------------------------
