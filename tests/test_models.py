@@ -39,6 +39,19 @@ def test_forward_shapes_and_attention_rows_are_probabilities():
     assert torch.equal(model(tokens), logits), "asking for attention must not change logits"
 
 
+def test_without_the_causal_mask_every_row_sees_every_token():
+    torch.manual_seed(0)
+    causal = DecoderTransformer(24, 23, d_model=16, n_layers=2, n_heads=4, d_ff=32)
+    torch.manual_seed(0)
+    full = DecoderTransformer(24, 23, d_model=16, n_layers=2, n_heads=4, d_ff=32, causal=False)
+    tokens = torch.randint(0, 23, (5, 3))
+    _, attention = full(tokens, return_attention=True)
+    assert bool((attention[0][..., 0, 1:] > 0).all()), "row 0 attends to later tokens"
+    assert n_params(full) == n_params(causal)
+    module = GrokkingModule(d_model=16, n_layers=2, n_heads=4, d_ff=32, causal=False, modulus=23)
+    assert module.model.blocks[0].attn.causal is False
+
+
 def test_gpt_init_zero_biases():
     model = DecoderTransformer(24, 23, d_model=16, n_layers=1, n_heads=2, d_ff=32, init="gpt")
     assert float(model.head.bias.abs().sum()) == 0.0

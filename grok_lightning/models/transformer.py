@@ -40,9 +40,9 @@ ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, attention_scale: str = "inv_sqrt_d_head"):
+    def __init__(self, d_model: int, n_heads: int, attention_scale: str = "inv_sqrt_d_head", causal: bool = True):
         super().__init__()
-        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.n_heads, self.d_head, self.causal = n_heads, d_model // n_heads, causal
         self.scale = 1.0 / math.sqrt(self.d_head) if attention_scale == "inv_sqrt_d_head" else 1.0
         # one fused projection; head h owns rows [h*d_head, (h+1)*d_head) of each of q, k, v
         self.qkv = nn.Linear(d_model, 3 * d_model)
@@ -55,19 +55,20 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(D, dim=2)
         q, k, v = (t.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for t in (q, k, v))
         scores = (q @ k.transpose(-2, -1)) * self.scale
-        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-        attention = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)  # (B, H, T, T)
+        if self.causal:
+            scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+        attention = scores.softmax(dim=-1)  # (B, H, T, T)
         y = (attention @ v).transpose(1, 2).reshape(B, T, D)
         return self.out(y), attention, y
 
 
 class Block(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, attention_scale: str, norm_position: str,
-                 activation: str = "gelu"):
+                 activation: str = "gelu", causal: bool = True):
         super().__init__()
         self.pre_norm = norm_position == "pre"
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads, attention_scale)
+        self.attn = CausalSelfAttention(d_model, n_heads, attention_scale, causal)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), ACTIVATIONS[activation](), nn.Linear(d_ff, d_model))
 
@@ -103,6 +104,9 @@ class DecoderTransformer(nn.Module):
         norm_position: ``pre`` (LayerNorm before each sub-block) or ``post`` (after each residual
             sum); ``ln_f`` is kept in both, so the parameter count does not change.
         activation: the MLP non-linearity, ``gelu`` or ``relu`` (same parameters either way).
+        causal: mask each query row to the keys at or before it (the decoder the paper names); off,
+            every row attends to all ``T`` tokens (an alternative reading of the paper's inputs,
+            docs/sigma_h_readings.md).
 
     >>> model = DecoderTransformer(98, 97)
     >>> sum(p.numel() for p in model.parameters())
@@ -126,6 +130,7 @@ class DecoderTransformer(nn.Module):
         norm_position: str = "pre",
         embedding_std: float | None = None,
         activation: str = "gelu",
+        causal: bool = True,
     ):
         super().__init__()
         if d_model % n_heads:
@@ -142,7 +147,7 @@ class DecoderTransformer(nn.Module):
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, d_ff, attention_scale, norm_position, activation) for _ in range(n_layers)
+            Block(d_model, n_heads, d_ff, attention_scale, norm_position, activation, causal) for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n_classes)

@@ -65,6 +65,7 @@ def model_kwargs(hparams) -> dict:
             norm_position=get("norm_position", "pre") or "pre",
             embedding_std=get("embedding_std"),
             activation=get("activation", "gelu") or "gelu",
+            causal=get("causal", True) is not False,
         )
     return kwargs
 
@@ -92,6 +93,8 @@ class GrokkingModule(L.LightningModule):
         embedding_std: redraw token and positional embeddings from normal(0, std) (``None``:
             keep ``init``'s).
         activation: the transformer MLP's non-linearity, ``gelu`` (default) or ``relu``.
+        causal: the transformer's causal mask (default on, the paper's decoder); off lets every
+            query row see every token (docs/sigma_h_readings.md).
         warmup_steps: linear learning-rate warmup from 0 over this many optimizer steps (0: none,
             the paper's stated protocol).
         eval_every: evaluate every this many epochs after the dense phase.
@@ -119,6 +122,7 @@ class GrokkingModule(L.LightningModule):
         norm_position: str = "pre",
         embedding_std: float | None = None,
         activation: str = "gelu",
+        causal: bool = True,
         warmup_steps: int = 0,
         eval_every: int = 10,
         eval_dense_until: int = 10,
