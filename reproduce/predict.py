@@ -1,7 +1,7 @@
 """Does it predict? Held-out AUC of training-clock / loss / weight-norm baselines vs the attention
 diagnostics (arXiv 2605.20441 section 4.8, E11, and the author's later "no added value" note).
 
-    python -m reproduce.predict --profile smoke|paper --out reproduction [--epoch E] [--slope-window W]
+    python -m reproduce.predict --profile smoke|medium|paper --out reproduction [--epoch E] [--slope-window W]
 
 No extra training where possible: the records are those of the canonical weight-decay sweep
 (``sweep_records("canonical_wd.yaml", ...)`` into ``<out>/fig5``, the call reproduce/fig5.py makes,
@@ -9,6 +9,9 @@ so under ``make reproduce-all`` it is cached) plus, read-only, the regime-map sw
 (``<out>/fig1/sweep``) when its records exist. Features are read at epoch ``E`` (smoke 50, paper
 1,000 as in the paper); targets: grokked within the horizon and retained (E11's label). Writes
 ``predict_auc.png``, ``features.csv``, ``summary.json``, ``rows.json`` and ``NOTES.md``.
+
+``--profile medium`` trains nothing: E11's held-out test by weight decay on the medium records
+already shipped (reproduce/predict_medium.py).
 """
 
 from __future__ import annotations
@@ -30,13 +33,13 @@ from grok_lightning.stats.predict import (
     is_undefined,
     table_records,
 )
+from reproduce.claims import claim, claim_row
 from reproduce.common import SWEEPS, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
-PAPER = "2605.20441 E11"
 NOTE_SOURCE = "author's later note"
-#: published values (PAPER_WD_REGIMES.md section 8, "retention classifier")
-PAPER_VALUES = {"rf_auc": 0.799, "logistic_auc": 0.678, "rf_brier": 0.098, "gate": 0.85, "feature_epoch": 1000}
+#: the published values (reference/claims.csv, E11)
+PAPER_VALUES = {key: claim(f"e11.{key}").value for key in ("rf_auc", "logistic_auc", "rf_brier")}
 PROFILE_DEFAULTS = {
     "smoke": dict(epoch=50, slope_window=40, n_bootstrap=1000, n_estimators=100),
     "paper": dict(epoch=1000, slope_window=200, n_bootstrap=2000, n_estimators=300),
@@ -72,9 +75,9 @@ def report_rows(studies: dict, profile: str, epoch: int, underpowered: str) -> l
                 f"paper: holdout at unseen lambda, 998 train runs, features incl. test accuracy")
         if is_undefined(entry.get("auc")):
             note = f"{entry['auc']}; {note}"
-        rows.append(row(PAPER, f"retention classifier AUC, {model.replace('_', ' ')}", PAPER_VALUES[key],
-                        _num(entry.get("auc")), profile, retained.get("n"), None, _ci(entry.get("auc_ci")),
-                        note=f"{note}; {underpowered}".strip("; ")))
+        rows.append(claim_row(f"e11.{key}", f"retention classifier AUC, {model.replace('_', ' ')}",
+                              _num(entry.get("auc")), profile, retained.get("n"), ours_ci=_ci(entry.get("auc_ci")),
+                              note=f"{note}; {underpowered}".strip("; ")))
     for target in TARGETS:
         study = studies[target]
         for model in ("random_forest", "logistic"):
@@ -167,7 +170,6 @@ def main(argv=None) -> Path:
     extra.add_argument("--n-bootstrap", type=int, default=None)
     known, rest = extra.parse_known_args(argv)
     args = parse_args(__doc__, rest)
-    defaults = PROFILE_DEFAULTS[args.profile]
     root = Path(args.out)
     out = root / "predict"
     try:
@@ -175,10 +177,15 @@ def main(argv=None) -> Path:
     except ImportError:
         reason = "scikit-learn is not installed (pip install -e '.[predict]')"
         write_outputs(out, {"profile": args.profile, "undefined": f"undefined: {reason}"},
-                      [row(PAPER, "retention classifier AUC, random forest", PAPER_VALUES["rf_auc"], None, args.profile,
-                           0, note=f"not run: {reason}")])
+                      [claim_row("e11.rf_auc", "retention classifier AUC, random forest", None, args.profile, 0,
+                                 note=f"not run: {reason}")])
         print(f"predict: not run: {reason}")
         return out
+    if args.profile == "medium":
+        from reproduce.predict_medium import run
+
+        return run(root, known.epoch, known.slope_window, known.n_bootstrap)
+    defaults = PROFILE_DEFAULTS[args.profile]
     canonical = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.launch)[0]
     regime = existing_records("regime_map.yaml", args.profile, root / "fig1")
     sources = {"canonical_wd": len(canonical),

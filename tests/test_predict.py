@@ -167,5 +167,107 @@ def test_reproduce_predict_writes_its_outputs(tmp_path):
     import json
 
     rows = json.loads((tmp_path / "rows.json").read_text())
-    assert [r["paper_value"] for r in rows[:2]] == [0.799, 0.678]
+    from reproduce.claims import claim
+
+    assert [r["paper_value"] for r in rows[:2]] == [claim("e11.rf_auc").value, claim("e11.logistic_auc").value]
     assert all(r["paper_value"] == 0.0 for r in rows[2:]) and len(rows) == 6
+
+
+# --- the medium profile: E11's held-out test by weight decay on records already there -------------
+def _medium_records(root, with_e12: bool):
+    """Synthetic records for the medium grids' planned runs (so the current-grid filter keeps them):
+    Fig. 5 never groks at lambda <= 0.03 and stops 20 epochs after grokking above; Fig. 4's real runs
+    are retained unless sigma_H at epoch 1,000 is high; E12's control A likewise at lambda 0.05."""
+    import json
+
+    from grok_lightning.sweep.grid import load_sweep
+    from reproduce.common import SWEEPS
+    from reproduce.predict_medium import SOURCES
+
+    rng = np.random.default_rng(3)
+    for folder, sweep_file, _ in SOURCES:
+        if folder == "fig8/A" and not with_e12:
+            continue
+        for i, spec in enumerate(load_sweep(SWEEPS / sweep_file, profile="medium").expand()):
+            model, data = spec.config["model"]["init_args"], spec.config["data"]["init_args"]
+            wd, horizon = float(model["weight_decay"]), int(spec.config["trainer"]["max_epochs"])
+            collapses = folder != "fig5" and i % 3 == 0
+            grok_epoch = None if wd <= 0.03 or data.get("random_labels") else 500
+            final = horizon if folder != "fig5" or grok_epoch is None else grok_epoch + 20
+            epochs = list(range(0, final + 1, 100))
+            n = len(epochs)
+            sigma = 0.06 if collapses else 0.02
+            history = {"epoch": epochs, "train_loss": list(rng.uniform(0, 1, n)), "train_acc": [1.0] * n,
+                       "test_loss": list(rng.uniform(0, 1, n)), "test_acc": list(rng.uniform(0.5, 1, n)),
+                       "weight_norm": list(rng.uniform(20, 30, n)), "mean_similarity": list(rng.uniform(0.8, 1, n)),
+                       "entropy_std": list(sigma + 0.003 * rng.standard_normal(n))}
+            record = {"run_id": spec.run_id, "status": "completed", "grok_epoch": grok_epoch, "final_epoch": final,
+                      "n_params": 818785, "history": history,
+                      "config": {"wd": wd, "seed": spec.config["seed_everything"], "max_epochs": horizon,
+                                 "model": {"n_heads": model.get("n_heads", 8)},
+                                 "data": {"p": 97, "random_labels": bool(data.get("random_labels"))}}}
+            if folder != "fig5":
+                record["retention"] = "collapsed" if collapses else "retained"
+            path = root / folder / "sweep" / "runs" / spec.name / "record.json"
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps(record))
+
+
+def test_medium_without_a_split_gives_invalid_rows_and_a_figure(tmp_path):
+    import json
+
+    from reproduce.predict_medium import run
+    from reproduce.verdict import verdict, verdict_class
+
+    _medium_records(tmp_path, with_e12=False)
+    out = run(tmp_path, n_bootstrap=50, n_estimators=10)
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["excluded"]) == 5 and all("random-label" in e["why"] for e in summary["excluded"])
+    assert summary["split"]["held_out"] == [] and "holding out lambda 1" in summary["invalid"]
+    assert any("fig8/A" in m for m in summary["missing"])
+    rows = json.loads((out / "rows.json").read_text())
+    assert [r["claim"] for r in rows] == ["e11.rf_auc", "e11.logistic_auc", "e11.rf_brier"]
+    assert all(verdict_class(verdict(r)) == "invalid test" for r in rows)
+    for name in ("predict_auc.png", "features.csv", "NOTES.md"):
+        assert (out / name).is_file()
+
+
+def test_medium_with_the_e12_runs_holds_out_lambda_005_and_is_inconclusive(tmp_path):
+    import json
+
+    from reproduce.claims import claim
+    from reproduce.predict_medium import run
+    from reproduce.verdict import verdict, verdict_class
+
+    _medium_records(tmp_path, with_e12=True)
+    out = run(tmp_path, n_bootstrap=100, n_estimators=20)
+    summary = json.loads((out / "summary.json").read_text())
+    held = summary["holdout"]
+    assert summary["split"]["held_out"] == [0.05] and summary["split"]["interior"]
+    assert (held["test_pos"], held["test_neg"]) == (5, 3) and held["too_few"]
+    rows = json.loads((out / "rows.json").read_text())
+    assert rows[0]["paper_value"] == claim("e11.rf_auc").value and rows[0]["n"] == 8
+    assert held["results"]["random_forest"]["auc"] == rows[0]["ours"]
+    for r in rows:  # labels at 3,000-4,000 epochs: before the claim's horizon
+        assert r["horizon"] == 3000 and verdict(r).startswith("not run here (horizon)")
+        # 3 runs of the rarer label: no interval, so never a match even at the claim's horizon
+        assert r["ours_ci"] is None and "not used" in r["note"]
+        assert verdict_class(verdict({**r, "horizon": None})) == "inconclusive: too few runs"
+
+
+def test_holdout_auc_interval_and_an_empty_pool(tmp_path):
+    from grok_lightning.stats.holdout import holdout_auc
+    from reproduce.predict_medium import run
+
+    rng = np.random.default_rng(0)
+    records = [_record(f"r{i}", [0.01, 0.05, 1.0][i % 3], i, sigma, retention="retained" if sigma < 0.03 else "collapsed",
+                       grok_epoch=20, rng=rng) for i, sigma in enumerate(rng.uniform(0.01, 0.05, 60))]
+    rows, _ = feature_table(records, epoch=60)
+    result = holdout_auc(rows, [0.05], n_bootstrap=200, n_estimators=30)
+    assert result["too_few"] is None and result["n_test"] == 20
+    for model in ("random_forest", "logistic"):
+        entry = result["results"][model]
+        assert entry["auc"] > 0.8 and entry["auc_ci"][0] <= entry["auc"] <= entry["auc_ci"][1]
+    assert is_undefined(holdout_auc(rows, [0.01, 0.05, 1.0])["undefined"])
+    with pytest.raises(SystemExit, match="no run with a retention label"):
+        run(tmp_path)

@@ -3,6 +3,9 @@
 * :func:`figure_auc`: held-out AUC with bootstrap CIs per feature set and model, one panel per
   target, the paper's random-forest holdout AUC (0.799) as a dotted line, chance at 0.5, and the
   paired difference ``baseline+diagnostics - baseline`` with its CI written under each panel.
+* :func:`figure_holdout`: E11's held-out test by weight decay: the labels per lambda cell (the
+  held-out cells marked) and the held-out AUC of each model with its bootstrap CI next to the
+  paper's, or the reason the test cannot be run.
 * :func:`figure_rllc`: rLLC (mean +- std over chains) and sigma_H against the checkpoint epoch,
   and their scatter with Pearson r and its Fisher-z CI next to the paper's r.
 
@@ -12,12 +15,13 @@ Both take the result dicts the targets write to ``summary.json`` (no training, n
 from __future__ import annotations
 
 from functools import partial
+from textwrap import fill
 
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, finish, plt
 
-__all__ = ["figure_auc", "figure_rllc"]
+__all__ = ["figure_auc", "figure_holdout", "figure_rllc"]
 
 #: this module's figure layout: the shared title/caption finish with a smaller caption
 _layout = partial(finish, top=0.95, caption_size=6.5)
@@ -100,6 +104,68 @@ def figure_auc(studies: dict[str, dict], paper_auc: float, caption_text: str, ti
     fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.17, 1, 0.9))
     return fig
+
+
+LABEL_COLORS = {"retained": "tab:green", "not retained": "tab:red", "no label": "lightgray"}
+
+
+def figure_holdout(cells: dict[float, dict[str, int]], held_out: list[float], result: dict, paper: dict[str, float],
+                   caption_text: str, invalid: str | None = None, title: str | None = None):
+    """``cells``: ``{lambda: {"retained", "not retained", "no label"}}`` run counts; ``result``:
+    :func:`grok_lightning.stats.holdout.holdout_auc` output (may be empty when ``invalid``);
+    ``paper``: the paper's held-out AUC per model."""
+    fig, (ax_c, ax_a) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    wds = sorted(cells)
+    x = np.arange(len(wds))
+    bottom = np.zeros(len(wds))
+    for label, color in LABEL_COLORS.items():
+        counts = np.asarray([cells[w].get(label, 0) for w in wds], dtype=float)
+        ax_c.bar(x, counts, 0.7, bottom=bottom, color=color, edgecolor="black", linewidth=0.4, label=label)
+        bottom += counts
+    for i, w in enumerate(wds):
+        if w in held_out:
+            ax_c.bar(x[i], bottom[i], 0.7, fill=False, edgecolor="tab:blue", linewidth=2.2)
+            ax_c.text(x[i], bottom[i] + 0.3, "held out", ha="center", va="bottom", fontsize=7.5, color="tab:blue")
+    ax_c.set_xticks(x)
+    ax_c.set_xticklabels([f"{w:g}" for w in wds])
+    ax_c.set_xlabel(r"weight decay $\lambda$")
+    ax_c.set_ylabel("runs")
+    ax_c.set_ylim(0, max(bottom.max(), 1) * 1.2)
+    ax_c.legend(fontsize=7, loc="upper left")
+    ax_c.set_title("retention label per lambda cell (the pool)", fontsize=9)
+
+    models = list(paper)
+    ax_a.axhline(0.5, color="black", linewidth=0.8, alpha=0.5)
+    results = result.get("results", {})
+    for i, m in enumerate(models):
+        ax_a.hlines(paper[m], i - 0.4, i + 0.4, label="paper (held-out unseen lambdas)" if i == 0 else None,
+                    **PAPER_STYLE)
+        ax_a.text(i + 0.4, paper[m] + 0.01, f"paper {paper[m]:g}", ha="right", va="bottom", fontsize=7)
+        entry = results.get(m, {})
+        auc, ci = entry.get("auc"), entry.get("auc_ci")
+        if invalid or not _is_number(auc):
+            continue
+        shown = isinstance(ci, list) and not result.get("too_few")  # a withheld interval is not drawn
+        yerr = [[max(0.0, auc - ci[0])], [max(0.0, ci[1] - auc)]] if shown else None
+        ax_a.bar(i, auc, 0.55, color="tab:blue", yerr=yerr, capsize=4, edgecolor="black", linewidth=0.4,
+                 label=("ours, 95% stratified bootstrap" if shown else "ours (no interval)") if i == 0 else None)
+        ax_a.text(i, auc / 2, f"{auc:.2f}", ha="center", va="center", fontsize=8, color="white", fontweight="bold")
+    ax_a.set_xticks(range(len(models)))
+    ax_a.set_xticklabels([m.replace("_", " ") for m in models])
+    ax_a.set_xlim(-0.6, len(models) - 0.4)
+    ax_a.set_ylim(0, 1.15)
+    ax_a.set_ylabel("held-out AUC (retained at the end)")
+    header = "held-out AUC"
+    if result.get("n_test"):
+        header += f": {result['n_test']} runs ({result['test_pos']} retained, {result['test_neg']} not)"
+    ax_a.set_title(header, fontsize=9)
+    message = invalid or result.get("undefined") or result.get("too_few")
+    if message:
+        ax_a.text(0.5, 0.3 if invalid else 0.93, fill(("cannot be tested: " if invalid else "") + message, 62),
+                  transform=ax_a.transAxes, ha="center", va="center", fontsize=7,
+                  bbox=dict(facecolor="white", edgecolor="gray"))
+    ax_a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=2, frameon=False)
+    return _layout(fig, title or "E11 retention predictor: held-out test by weight decay", caption_text, bottom=0.22)
 
 
 def figure_rllc(points: list[dict], correlation: dict, paper: dict, caption_text: str, title: str | None = None):
