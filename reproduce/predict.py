@@ -66,7 +66,7 @@ def _ci(x):
     return x if isinstance(x, list) else None
 
 
-def report_rows(studies: dict, profile: str, epoch: int, underpowered: str) -> list[dict]:
+def report_rows(studies: dict, profile: str, epoch: int, underpowered: str, horizon: int | None = None) -> list[dict]:
     rows = []
     retained = studies["retained"]
     for model, key in (("random_forest", "rf_auc"), ("logistic", "logistic_auc")):
@@ -77,7 +77,7 @@ def report_rows(studies: dict, profile: str, epoch: int, underpowered: str) -> l
             note = f"{entry['auc']}; {note}"
         rows.append(claim_row(f"e11.{key}", f"retention classifier AUC, {model.replace('_', ' ')}",
                               _num(entry.get("auc")), profile, retained.get("n"), ours_ci=_ci(entry.get("auc_ci")),
-                              note=f"{note}; {underpowered}".strip("; ")))
+                              note=f"{note}; {underpowered}".strip("; "), horizon=horizon))
     for target in TARGETS:
         study = studies[target]
         for model in ("random_forest", "logistic"):
@@ -158,7 +158,8 @@ def analyse(records: list[dict], profile: str, out: Path, epoch: int, slope_wind
     summary = {"profile": profile, "epoch": epoch, "slope_window": slope_window, "sources": sources,
                "n_runs": len(rows), "skipped": skipped, "studies": studies, "paper": PAPER_VALUES,
                "underpowered": underpowered, "sweep": info}
-    write_outputs(out, summary, report_rows(studies, profile, epoch, underpowered))
+    horizon = min(r["config"]["max_epochs"] for r in records)  # the labels are read at the end of each run
+    write_outputs(out, summary, report_rows(studies, profile, epoch, underpowered, horizon))
     (out / "NOTES.md").write_text(notes_md(studies, profile, epoch, underpowered))
     return summary
 

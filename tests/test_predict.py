@@ -171,6 +171,7 @@ def test_reproduce_predict_writes_its_outputs(tmp_path):
 
     assert [r["paper_value"] for r in rows[:2]] == [claim("e11.rf_auc").value, claim("e11.logistic_auc").value]
     assert all(r["paper_value"] == 0.0 for r in rows[2:]) and len(rows) == 6
+    assert rows[0]["horizon"] == 300  # 300-epoch runs against the claim's horizon: the verdict says so
 
 
 # --- the medium profile: E11's held-out test by weight decay on records already there -------------
