@@ -122,7 +122,7 @@ reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROF
 REPORT_OUT = $(if $(filter medium,$(PROFILE)),results/medium,$(OUT))
 report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT; trains nothing
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train
-	$(PY) -m reproduce.readme_results --medium results/medium --smoke $(OUT)
+	$(PY) -m reproduce.readme_results --medium results/medium
 
 tensorboard: install ## TensorBoard on runs/ and reproduction/
 	$(VENV)/bin/tensorboard --logdir_spec runs:runs,reproduction:$(OUT) --bind_all

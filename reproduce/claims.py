@@ -39,7 +39,7 @@ COLUMNS = ("id", "paper", "where", "claim", "value", "ci", "n", "kind", "statist
 #: test of counts by its p, an arithmetic identity within its margin, a name by equality
 KINDS = ("estimate", "fraction", "sample", "test", "p-value", "excludes", "identity", "named")
 
-__all__ = ["CLAIMS", "Claim", "KINDS", "check_sources", "claim", "claim_row", "load_claims", "printed_agrees",
+__all__ = ["CLAIMS", "Claim", "KINDS", "check_sources", "claim", "claim_row", "claim_sample", "count_row", "source_value", "load_claims", "printed_agrees",
            "resolve"]
 
 
@@ -137,6 +137,37 @@ def claim_row(claim_id: str, quantity: str, ours, profile: str, n, ours_ci=None,
     r.update(claim=c.id, kind=c.kind, margin=c.margin, paper_n=c.n, horizon_needed=c.horizon,
              reading=extra.get("reading", c.reading), paper_text=c.text)
     return r
+
+
+def count_row(claim_id: str, quantity: str, k: int, n: int, profile: str, note: str = "", **fields) -> dict:
+    """A row of our count k/n against a claim printed as a count: our fraction with its Wilson 95%
+    interval and Fisher's exact test of k/n against the paper's count (``not run here`` for n = 0)."""
+    from grok_lightning.stats.intervals import wilson
+    from grok_lightning.stats.samples import fisher_counts
+
+    if n < 1:
+        return claim_row(claim_id, quantity, None, profile, 0, note=note, **fields)
+    paper_k, paper_n = claim(claim_id).count
+    interval, p = wilson(k, n), fisher_counts(k, n, paper_k, paper_n)
+    note = f"ours {k}/{n}, paper {paper_k}/{paper_n}; Fisher exact p = {p:.2g}" + (f"; {note}" if note else "")
+    return claim_row(claim_id, quantity, k / n, profile, n, ours_ci=interval.ci, note=note, test_p=p,
+                     test_name="Fisher exact", **fields)
+
+
+def source_value(claim_id: str, expression: str):
+    """Another number of the file a claim cites (a key expression, module docstring), e.g. the
+    sign of the difference behind a published p-value."""
+    return resolve(_load(_source_file(claim(claim_id))), expression)
+
+
+def claim_sample(claim_id: str) -> list:
+    """The published sample behind a claim of kind ``sample`` (its ``value`` key path without the
+    final aggregate), e.g. the grok epochs whose median the claim prints."""
+    c = claim(claim_id)
+    item = next(k for k in c.keys.split(";") if k.strip().startswith("value="))
+    expression = item.strip()[len("value="):].split("|")[0]
+    found = resolve(_load(_source_file(c)), expression)
+    return list(found) if isinstance(found, list) else [found]
 
 
 # --- sources --------------------------------------------------------------------------------------

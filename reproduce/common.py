@@ -210,16 +210,23 @@ def sweep_summary(records: list[dict]) -> dict:
             "statuses": statuses, "n_runs": len(records), "text": text}
 
 
-def median_ci(values, n_bootstrap: int = 2000, seed: int = 0) -> tuple[float, list[float] | None]:
-    """Median and its percentile-bootstrap 95% CI (None with fewer than 3 values)."""
-    values = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
-    if len(values) == 0:
-        return float("nan"), None
-    if len(values) < 3:
-        return float(np.median(values)), None
-    rng = np.random.default_rng(seed)
-    medians = np.median(rng.choice(values, size=(n_bootstrap, len(values)), replace=True), axis=1)
-    return float(np.median(values)), [float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))]
+def median_ci(values) -> tuple[float, list[float] | None, float | None]:
+    """Median, its distribution-free order-statistic interval and that interval's real coverage
+    (``grok_lightning.stats.intervals.median_interval``: the range of 3 values covers 75%); no
+    interval with fewer than 2 values.
+
+    >>> median_ci([130, 140, 140])
+    (140.0, [130.0, 140.0], 0.75)
+    """
+    from grok_lightning.stats.intervals import median_interval
+
+    values = [float(v) for v in values if v is not None and np.isfinite(v)]
+    if not values:
+        return float("nan"), None, None
+    if len(values) < 2:
+        return float(values[0]), None, None
+    interval = median_interval(values)
+    return interval.estimate, interval.ci, interval.coverage
 
 
 def write_outputs(out: Path, summary: dict, rows: list[dict]) -> None:

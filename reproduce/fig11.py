@@ -47,6 +47,7 @@ from grok_lightning.stats.relaxation import (
     fit_relaxation_paper,
     kappa_two_point,
 )
+from reproduce.claims import claim, claim_row
 from reproduce.common import (
     SWEEPS,
     cli,
@@ -62,7 +63,9 @@ from reproduce.fig5 import PAPER_VALUES as FIG5_PAPER
 from reproduce.report import format_value, join_notes, row
 
 PAPER = "2605.20441 Fig. 11 / Table 4"
-PAPER_VALUES = {"kappa": 18.6, "bound_099": 0.0124, "ratio_099": 0.78}
+#: the paper's Table 4 / Appendix C.5 values (reference/claims.csv)
+PAPER_VALUES = {"kappa": claim("fig11.kappa").value, "bound_099": claim("fig11.bound_099").value,
+                "ratio_099": claim("fig11.ratio_099").value}
 #: the horizon of the paper's lambda_c sweep (Fig. 5), the lambda_c its Table 4 divides by
 PAPER_WD_HORIZON = 5000
 RUNS_SWEEP, WD_SWEEP = "long_horizon.yaml", "canonical_wd.yaml"
@@ -111,7 +114,7 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
     ci = _finite_ci(ci)
     kappa, kappa_ci, tables = {}, {}, {}
     for how in ("dense", "paper"):
-        kappa[how], kappa_ci[how] = median_ci([v[how]["kappa"] for v in per_seed.values()])
+        kappa[how], kappa_ci[how], _ = median_ci([v[how]["kappa"] for v in per_seed.values()])
         tables[how] = (adamw_bound_table(kappa[how], lr, t_max, P_RELAX_LEVELS, empirical.get("wd_c"), ci)
                        if np.isfinite(kappa[how]) else [])
     # the figure shows the seed whose dense kappa is the median one (the paper shows seed 42)
@@ -137,11 +140,12 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
                             [("dense", tables["dense"]), ("paper's estimator", tables["paper"])],
                             empirical, PAPER_VALUES, caption(profile, details, differs, figure="fig11"))
     fig.savefig(out / "fig11_relaxation.png", dpi=130)
-    rows = kappa_rows(per_seed, kappa, kappa_ci, profile, run_scope(runs))
+    horizon = max(r["config"]["max_epochs"] for r in runs)  # kappa's fit window: the long runs
+    rows = kappa_rows(per_seed, kappa, kappa_ci, profile, run_scope(runs), horizon)
     rows += bound_rows(tables, empirical, t_max, profile, len(per_seed))
     rows += own.pop("rows", [])
     if t_max == PAPER_WD_HORIZON:  # lambda_c at the paper's horizon: Table 4's own pairing is like for like
-        rows += table4_rows(kappa, lr, empirical, ci, profile, len(per_seed))
+        rows += table4_rows(kappa, lr, empirical, ci, profile, len(per_seed), horizon)
     summary = {"profile": profile, "t_max": t_max, "t_max_source": f"{WD_SWEEP} ({profile}) horizon",
                "kappa": _num(kappa["dense"]), "kappa_ci": kappa_ci["dense"],
                "kappa_paper_estimator": _num(kappa["paper"]), "kappa_paper_estimator_ci": kappa_ci["paper"],
@@ -192,22 +196,23 @@ def own_model_kappa(wd_runs: list[dict], runs: list[dict], t_max: float, empiric
     wd = min(r["config"]["wd"] for r in full)
     chosen = [r for r in full if r["config"]["wd"] == wd]
     per_seed = {r["config"]["seed"]: _dense_fit(r)["kappa"] for r in chosen}
-    kappa, kappa_ci = median_ci(list(per_seed.values()))
+    kappa, kappa_ci, _ = median_ci(list(per_seed.values()))
     lr = chosen[0]["config"]["model"]["lr"]  # that sweep's learning rate, which the bound needs with its kappa
     at_099 = (adamw_bound_table(kappa, lr, t_max, (0.99,), empirical.get("wd_c"), ci)[0]
               if np.isfinite(kappa) else {})
     where = f"{run_scope(chosen)} at lambda {wd:g} (the lambda_c sweep's model; its lowest lambda with full-horizon runs)"
-    rows = [row(PAPER, "kappa, dense fit on the lambda_c sweep's own model, median over seeds", PAPER_VALUES["kappa"],
-                _num(kappa), profile, len(per_seed), ours_ci=kappa_ci, note=where),
-            row(PAPER, "bound / empirical lambda_c at p_relax = 0.99, kappa of the lambda_c sweep's own model",
-                PAPER_VALUES["ratio_099"], _num(at_099.get("ratio_to_empirical")), profile, len(per_seed),
-                note=f"bound {at_099.get('wd_c_bound', float('nan')):.3g}; empirical lambda_c {empirical.get('wd_c') or float('nan'):.3g}; "
+    horizon = max(r["config"]["max_epochs"] for r in chosen)
+    rows = [claim_row("fig11.kappa", "kappa, dense fit on the lambda_c sweep's own model, median over seeds",
+                      _num(kappa), profile, len(per_seed), ours_ci=kappa_ci, note=where, horizon=horizon, sensitivity=True),
+            claim_row("fig11.ratio_099", "bound / empirical lambda_c at p_relax = 0.99, kappa of the lambda_c sweep's own model",
+                      _num(at_099.get("ratio_to_empirical")), profile, len(per_seed), horizon=horizon, sensitivity=True,
+                      note=f"bound {at_099.get('wd_c_bound', float('nan')):.3g}; empirical lambda_c {empirical.get('wd_c') or float('nan'):.3g}; "
                      f"T_max = {t_max:g}")]
     return {"wd": wd, "model": run_scope(chosen), "kappa": _num(kappa), "kappa_ci": kappa_ci, "per_seed": {str(s): _num(k) for s, k in per_seed.items()},
             "bound_099": _num(at_099.get("wd_c_bound")), "rows": rows}
 
 
-def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope: str) -> list[dict]:
+def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope: str, horizon: int) -> list[dict]:
     check = paper_kappa_check()
     n = len(per_seed)
     init = [v["omega_at_init"] for v in per_seed.values() if v["omega_at_init"]]
@@ -219,14 +224,14 @@ def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope:
     at_cap = sum("omega_0" in (v["paper"]["fit"].at_bound if v["paper"]["fit"] else []) for v in per_seed.values())
     start = f"Omega at init (median) {np.median(init):.1f}" if init else ""
     return [
-        row(PAPER, "kappa, dense fit (every evaluated epoch from 0, Omega_0 free), median over seeds",
-            PAPER_VALUES["kappa"], _num(kappa["dense"]), profile, n, ours_ci=kappa_ci["dense"],
-            note=join_notes(note, start)),
-        row(PAPER, "kappa, the paper's estimator (checkpoints only, Omega_0 <= 200), median over seeds",
-            PAPER_VALUES["kappa"], _num(kappa["paper"]), profile, n, ours_ci=kappa_ci["paper"],
-            note=join_notes(note, f"checkpoints {lead['paper_epochs']}", f"Omega_0 at the cap in {at_cap}/{n}", *errors)),
-        row(PAPER, "kappa from the paper's own numbers, ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta)", 18.583,
-            round(check["kappa_capped"], 3), "paper numbers", 1,
+        claim_row("fig11.kappa", "kappa, the paper's estimator (checkpoints only, Omega_0 <= 200), median over seeds",
+                  _num(kappa["paper"]), profile, n, ours_ci=kappa_ci["paper"], horizon=horizon,
+                  note=join_notes(note, f"checkpoints {lead['paper_epochs']}", f"Omega_0 at the cap in {at_cap}/{n}", *errors)),
+        claim_row("fig11.kappa", "kappa, dense fit (every evaluated epoch from 0, Omega_0 free), median over seeds",
+                  _num(kappa["dense"]), profile, n, ours_ci=kappa_ci["dense"], horizon=horizon, sensitivity=True,
+                  note=join_notes(note, start)),
+        claim_row("fig11.kappa_arithmetic", "kappa from the paper's own numbers, ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta)",
+                  round(check["kappa_capped"], 3), "paper numbers", 1,
             note=f"equal within the rounding of 28.4 and 55.2 ({check['rounding_range'][0]:.2f}-"
                  f"{check['rounding_range'][1]:.2f}): Omega_0 sat at the fit's cap of 200"
                  + (f"; with our canonical initial norm the same point gives {true_start:.1f}" if true_start else "")),
@@ -247,11 +252,12 @@ def bound_rows(tables: dict, empirical: dict, t_max: float, profile: str, n: int
                   f"lambda_c {FIG5_PAPER['wd_c']}")
     for how, label in (("paper", "paper's estimator"), ("dense", "dense fit")):
         at_099 = next((t for t in tables[how] if abs(t["p_relax"] - 0.99) < 1e-9), {})
-        rows += _bound_pair(at_099, f"{label} kappa", empirical, profile, n, where, compare=like_paper)
+        rows += _bound_pair(at_099, f"{label} kappa", empirical, profile, n, where,
+                            **({"horizon": PAPER_T_MAX, "sensitivity": how == "dense"} if like_paper else {}))
     return rows
 
 
-def table4_rows(kappa: dict, lr: float, empirical: dict, ci, profile: str, n: int) -> list[dict]:
+def table4_rows(kappa: dict, lr: float, empirical: dict, ci, profile: str, n: int, horizon: int) -> list[dict]:
     """The bound at T_max = 20,000 (the long run's horizon) over the lambda_c measured at 5,000:
     the pairing behind Table 4's 0.0124 and 0.78, so these rows compare like with like with them
     (the main rows use the lambda_c sweep's own horizon, docs/decisions.md)."""
@@ -260,29 +266,31 @@ def table4_rows(kappa: dict, lr: float, empirical: dict, ci, profile: str, n: in
     for how, label in (("paper", "paper's estimator"), ("dense", "dense fit")):
         if np.isfinite(kappa[how]):
             at_20k = adamw_bound_table(kappa[how], lr, PAPER_T_MAX, (0.99,), empirical.get("wd_c"), ci)[0]
-            rows += _bound_pair(at_20k, f"{label} kappa, T_max = 20,000 (as Table 4)", empirical, profile, n, where)
+            rows += _bound_pair(at_20k, f"{label} kappa, T_max = 20,000 (as Table 4)", empirical, profile, n, where,
+                                horizon=horizon, sensitivity=how == "dense")
     return rows
 
 
 def _bound_pair(at_099: dict, label: str, empirical: dict, profile: str, n: int, where: str,
-                compare: bool = True) -> list[dict]:
-    """The bound row and the ratio row (against the paper's Table-4 values when ``compare``); the
+                **fields) -> list[dict]:
+    """The bound row and the ratio row (scored against Table 4's claims when ``fields`` are given:
+    our runs' ``horizon`` and whether the row is a ``sensitivity`` row); the
     ratio's interval is the bound over lambda_c's interval (kappa's own spread is not in it: one
     seed in medium)."""
     bound, ci = _num(at_099.get("wd_c_bound")), _finite_ci(empirical.get("wd_c_ci"))
     has_ci = ci is not None
     ratio_ci = [bound / ci[1], bound / ci[0]] if bound is not None and has_ci and min(ci) > 0 else None
-    return [
-        row(PAPER, f"AdamW bound lambda_c at p_relax = 0.99, {label}", PAPER_VALUES["bound_099"] if compare else None,
-            bound, profile, n, note=where),
-        row(PAPER, f"bound / empirical lambda_c at p_relax = 0.99, {label}",
-            PAPER_VALUES["ratio_099"] if compare else None,
-            _num(at_099.get("ratio_to_empirical")), profile, n, ours_ci=ratio_ci,
-            note=join_notes(f"empirical lambda_c {format_value(empirical.get('wd_c'), ci)}"
-                            + ("" if has_ci else " (no CI)"),
-                            ratio_ci and "interval: the bound over that of lambda_c",
-                            f"bound inside its CI: {at_099.get('in_ci')}", where)),
-    ]
+    notes = join_notes(f"empirical lambda_c {format_value(empirical.get('wd_c'), ci)}" + ("" if has_ci else " (no CI)"),
+                       ratio_ci and "interval: the bound over that of lambda_c",
+                       f"bound inside its CI: {at_099.get('in_ci')}", where)
+    bound_q, ratio_q = (f"AdamW bound lambda_c at p_relax = 0.99, {label}",
+                        f"bound / empirical lambda_c at p_relax = 0.99, {label}")
+    ratio = _num(at_099.get("ratio_to_empirical"))
+    if not fields:  # another T_max than the paper's: context rows, no claim
+        return [row(PAPER, bound_q, None, bound, profile, n, note=where),
+                row(PAPER, ratio_q, None, ratio, profile, n, ours_ci=ratio_ci, note=notes)]
+    return [claim_row("fig11.bound_099", bound_q, bound, profile, n, note=where, **fields),
+            claim_row("fig11.ratio_099", ratio_q, ratio, profile, n, ours_ci=ratio_ci, note=notes, **fields)]
 
 
 def _finite_ci(ci) -> tuple[float, float] | None:

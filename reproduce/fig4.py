@@ -21,22 +21,27 @@ from scipy.stats import t as student_t
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, permutation_p_floor, permutation_test
-from grok_lightning.stats.phases import history_curve, max_layer_curve, pooled_curve
+from grok_lightning.stats.phases import history_curve, max_layer_curve, pooled_curve, summed_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
+from reproduce.claims import claim, claim_row, source_value
 from reproduce.common import cli, describe, parse_args, planned_configs, sweep_records, sweep_summary, write_outputs
-from reproduce.report import join_notes, row
+from reproduce.report import join_notes
 
-PAPER = "2605.20441 Fig. 4"
 #: the level at which the real-vs-null permutation test rejects (the paper's)
 ALPHA = 0.05
-#: bin means read off the paper's Fig. 4, the null and the permutation test (a3_perm_test.json)
-PAPER_VALUES = {"dh": [2, 4, 8, 16, 32], "peak": [0.055, 0.062, 0.086, 0.113, 0.099], "null": 0.087,
-                "null_sd": 0.025, "true": 0.112, "perm_p": 0.0094, "d": 1.107}
+#: the paper's Fig. 4 values drawn in the figures (reference/claims.csv: bin means read off the figure)
+DH_BINS = (2, 4, 8, 16, 32)
+PAPER_VALUES = {"dh": list(DH_BINS), "peak": [claim(f"fig4.bin_{b}").value for b in DH_BINS],
+                "null": claim("fig4.null").value, "true": claim("fig4.true").value}
 TRUE_DH = 16  # the real-task arm of the paper's null comparison is the canonical d/H = 16
 AFTER = 100  # the paper's amplitude statistic skips the first 100 epochs (reference a3 note)
-#: how else the layers' heads may be pooled (metrics/readings.py), rebuilt from the records' per-layer columns
-ALTERNATIVE_READINGS = ("max_layer", "pooled")
+#: how else the layers' heads may be pooled (metrics/readings.py), rebuilt from the records' per-layer columns;
+#: sensitivity rows only: the Fig. 4 cohort is scored by the released reading (docs/sigma_h_readings.md)
+ALTERNATIVE_READINGS = ("max_layer", "pooled", "sum_layers")
+READING_CURVES = {"max_layer": max_layer_curve, "pooled": pooled_curve, "sum_layers": summed_curve}
+#: the tail of a run the paper's "tail drift" permutation test compares (its window is not stated)
+TAIL_FRACTION = 0.1
 CHECK_WORDS = {"flat": "peak sigma_H (epochs > 100) does not stand out of its trajectory",
                "edge": "the peak is the first or the last evaluation after epoch 100 (start-up transient or end of run)"}
 PAPER_SHAPE = {"d_model": 128, "n_layers": 4}
@@ -93,10 +98,17 @@ def run_table(records: list[dict]) -> list[dict]:
                      "random_labels": bool(r["config"]["data"].get("random_labels")),
                      "precision": r["config"].get("precision") or "32-true", "horizon": int(np.nanmax(epochs)),
                      "grok_epoch": r.get("grok_epoch"), "peak": peak_check(epochs, sigma, lo=AFTER).to_dict(),
-                     "max_layer_peak": peak_check(*max_layer_curve(r["history"]), lo=AFTER).to_dict(),
-                     "pooled_peak": peak_check(*pooled_curve(r["history"]), lo=AFTER).to_dict(),
+                     **{f"{k}_peak": peak_check(*curve(r["history"]), lo=AFTER).to_dict()
+                        for k, curve in READING_CURVES.items()},
+                     "after_mean": _mean_over(epochs, sigma, AFTER, np.inf),
+                     "tail_mean": _mean_over(epochs, sigma, np.nanmax(epochs) * (1 - TAIL_FRACTION), np.inf),
                      "late_mean": float(np.mean(sigma[late])) if late.any() else None})
     return runs
+
+
+def _mean_over(epochs: np.ndarray, values: np.ndarray, lo: float, hi: float) -> float | None:
+    inside = (epochs > lo) & (epochs <= hi) & np.isfinite(values)
+    return float(np.mean(values[inside])) if inside.any() else None
 
 
 def run_markdown(runs: list[dict]) -> str:
@@ -160,7 +172,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     per_bin = min((int((dh == b).sum()) for b in set(dhs)), default=0)
     differs = None if profile == "paper" else (
         f"{_shape(done[0])}, H {sorted({int(r['config']['model']['n_heads']) for r in done})}, {info['horizon']} epochs, "
-        f">= {per_bin} seeds per bin, null n = {len(null)} (paper: d 128, 4 layers, H 4-64, horizon not stated, n = 44 + 15 null)"
+        f">= {per_bin} seeds per bin, null n = {len(null)} (paper: d 128, 4 layers, H 4-64, horizon not stated, n = 44 over widths; its null test 12 real + 15 null)"
         + ("; a pipeline check: 2-vs-2 seeds cannot reach p < 0.05 and 200 epochs end before Phase 2"
            if profile == "smoke" else ""))
     fig = figure_head_width(dh, peak, fit, null, PAPER_VALUES, caption(profile, details, differs, figure="fig4"), unbiased,
@@ -191,28 +203,41 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
         "the test cannot reject")
     perm_note = two_sided if perm is None else join_notes(
         f"mean difference {perm['obs_diff']:+.4f}, p {perm['p']:.3g} ({perm['n_perm']} permutations)", two_sided)
+    horizon = max((r["horizon"] for r in runs), default=None)
+    real_runs = [r for r in runs if not r["random_labels"] and r["d_head"] == TRUE_DH]
+    null_runs = [r for r in runs if r["random_labels"]]
     rows = [
-        row(PAPER, "random-label null peak sigma_H (mean)", PAPER_VALUES["null"], _mean(null), profile, len(null),
-            note=_count_note(got, wanted, (TRUE_DH, True), note), invalid=invalid),
-        row(PAPER, f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", PAPER_VALUES["true"], _mean(true), profile, len(true),
-            ours_ci=_t_ci(true), note=_count_note(got, wanted, (TRUE_DH, False), note), invalid=invalid),
-        row(PAPER, "real vs null: permutation p (mean difference)", PAPER_VALUES["perm_p"],
-            None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=perm_note,
-            invalid=invalid or cannot_reject or None, alpha=ALPHA, same_sign=perm is None or perm["obs_diff"] > 0),
-        row(PAPER, "real vs null: Cohen's d (exact noncentral-t 95% CI)", PAPER_VALUES["d"], shown(d), profile,
-            len(true) + len(null), ours_ci=d_ci, note=two_sided, null=0.0, invalid=invalid),
-        row(PAPER, "AIC-preferred d/H model", "saturating_exp", shown(fit["best"]) if fit else None, profile, len(dh),
-            note=join_notes(None if fit else "not fitted (< 3 bins)",
-                            f"with the unbiased spread: {fit_unbiased['best'] if fit_unbiased else '-'}", across),
-            invalid=invalid),
+        claim_row("fig4.null", "random-label null peak sigma_H (mean)", _mean(null), profile, len(null),
+                  ours_ci=_t_ci(null), note=_count_note(got, wanted, (TRUE_DH, True), note), invalid=invalid,
+                  horizon=horizon),
+        claim_row("fig4.true", f"real task (d/H = {TRUE_DH}) peak sigma_H (mean)", _mean(true), profile,
+                  len(true), ours_ci=_t_ci(true), note=_count_note(got, wanted, (TRUE_DH, False), note),
+                  invalid=invalid, horizon=horizon),
+        claim_row("fig4.diff", "real minus null peak sigma_H (Welch 95% CI)",
+                  None if perm is None else shown(perm["obs_diff"]), profile, len(true) + len(null),
+                  ours_ci=_welch_ci(true, null), null=0.0, note=two_sided, invalid=invalid, horizon=horizon),
+        claim_row("fig4.perm_p", "real vs null: permutation p (mean difference)",
+                  None if perm is None else shown(perm.get("p")), profile, len(true) + len(null), note=perm_note,
+                  invalid=invalid or cannot_reject or None, same_sign=perm is None or perm["obs_diff"] > 0,
+                  horizon=horizon),
+        claim_row("fig4.d", "real vs null: Cohen's d (exact noncentral-t 95% CI)", shown(d), profile,
+                  len(true) + len(null), ours_ci=d_ci, note=two_sided, null=0.0, invalid=invalid, horizon=horizon),
+        *[_summary_test_row(claim_id, key, words, real_runs, null_runs, profile, n_permutations, shown, invalid,
+                            horizon, two_sided)
+          for claim_id, key, words in (("fig4.entropy_std_p", "after_mean", f"mean sigma_H over epochs > {AFTER}"),
+                                       ("fig4.tail_drift_p", "tail_mean",
+                                        f"mean sigma_H over the last {TAIL_FRACTION:.0%} of the run"))],
+        claim_row("fig4.shape", "AIC-preferred d/H model", shown(fit["best"]) if fit else None, profile, len(dh),
+                  note=join_notes(None if fit else "not fitted (< 3 bins)",
+                                  f"with the unbiased spread: {fit_unbiased['best'] if fit_unbiased else '-'}", across),
+                  invalid=invalid, horizon=horizon),
     ]
     for b in sorted({int(x) for x in dhs} | {b for b, n in wanted if not n}):
-        paper_value = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"])).get(b)
         inside = dh == b
-        rows.append(row(PAPER, f"peak sigma_H at d/H = {b} (bin mean, t 95% CI; unbiased spread in the note)", paper_value,
-                        _mean(peak[inside]), profile, int(inside.sum()), ours_ci=_t_ci(peak[inside]),
-                        note=_count_note(got, wanted, (b, False), f"unbiased: {_fmt(_mean(unbiased[inside]))}; {note}"),
-                        invalid=invalid))
+        rows.append(claim_row(f"fig4.bin_{b}", f"peak sigma_H at d/H = {b} (bin mean, t 95% CI; unbiased spread in the note)",
+                              _mean(peak[inside]), profile, int(inside.sum()), ours_ci=_t_ci(peak[inside]),
+                              note=_count_note(got, wanted, (b, False), f"unbiased: {_fmt(_mean(unbiased[inside]))}; {note}"),
+                              invalid=invalid, horizon=horizon))
     for reading, (real_peaks, null_peaks) in alternative.items():
         rows += _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid)
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
@@ -226,27 +251,58 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
 
 
 def _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid) -> list[dict]:
-    """Each bin's mean peak and the null's under an alternative reading (``max_layer``: the highest
-    per-layer sigma_H; ``pooled``: the spread over all L x H heads): the paper does not say how it
-    pools layers (docs/decisions.md, readings); the released mean over layers stays the headline,
-    these are reported beside it."""
-    rows, where = [], f"the paper does not say how layers are pooled; {note}"
-    paper_peaks = dict(zip(PAPER_VALUES["dh"], PAPER_VALUES["peak"]))
+    """Sensitivity rows: each bin's mean peak and the null's under another reading (``max_layer``:
+    the highest per-layer sigma_H; ``pooled``: the spread over all L x H heads; ``sum_layers``: the
+    per-layer sigma_H summed). The Fig. 4 cohort is scored by the released reading; these rows are
+    listed beside it and never count (docs/sigma_h_readings.md)."""
+    rows, where = [], f"sensitivity: the Fig. 4 cohort is scored by the released reading; {note}"
     for b in sorted({int(x) for x in dh[np.isfinite(real_peaks)]}):
         inside = (dh == b) & np.isfinite(real_peaks)
-        rows.append(row(PAPER, f"peak sigma_H at d/H = {b}, {reading} reading (alternative; bin mean, t 95% CI)",
-                        paper_peaks.get(b), _mean(real_peaks[inside]), profile, int(inside.sum()),
-                        ours_ci=_t_ci(real_peaks[inside]), note=_count_note(got, wanted, (b, False), where), invalid=invalid))
+        rows.append(claim_row(f"fig4.bin_{b}", f"peak sigma_H at d/H = {b}, {reading} reading (alternative; bin mean, t 95% CI)",
+                              _mean(real_peaks[inside]), profile, int(inside.sum()), ours_ci=_t_ci(real_peaks[inside]),
+                              note=_count_note(got, wanted, (b, False), where), invalid=invalid, sensitivity=True,
+                              reading=reading))
     null_peaks = null_peaks[np.isfinite(null_peaks)]
     if len(null_peaks):
         true = real_peaks[(dh == TRUE_DH) & np.isfinite(real_peaks)]
         gap = f"real d/H {TRUE_DH} minus null: {_mean(true) - _mean(null_peaks):+.4f}" if len(true) else ""
-        paper_gap = f"paper {PAPER_VALUES['true']} - {PAPER_VALUES['null']} = {PAPER_VALUES['true'] - PAPER_VALUES['null']:+.3f}"
-        rows.append(row(PAPER, f"random-label null peak sigma_H (mean), {reading} reading (alternative)", PAPER_VALUES["null"],
-                        _mean(null_peaks), profile, len(null_peaks), ours_ci=_t_ci(null_peaks),
-                        note=_count_note(got, wanted, (TRUE_DH, True), join_notes(gap and f"{gap} ({paper_gap})", where)),
-                        invalid=invalid))
+        paper_gap = f"paper {PAPER_VALUES['true']:g} - {PAPER_VALUES['null']:g} = {PAPER_VALUES['true'] - PAPER_VALUES['null']:+.4f}"
+        rows.append(claim_row("fig4.null", f"random-label null peak sigma_H (mean), {reading} reading (alternative)",
+                              _mean(null_peaks), profile, len(null_peaks), ours_ci=_t_ci(null_peaks),
+                              note=_count_note(got, wanted, (TRUE_DH, True), join_notes(gap and f"{gap} ({paper_gap})", where)),
+                              invalid=invalid, sensitivity=True, reading=reading))
     return rows
+
+
+#: the a3 field holding the difference behind each published p (its sign is the paper's direction)
+A3_DIFFERENCE = {"fig4.entropy_std_p": "entropy_std_perm.obs_diff", "fig4.tail_drift_p": "tail_drift_perm.obs_diff"}
+
+
+def _summary_test_row(claim_id, key, words, real_runs, null_runs, profile, n_permutations, shown, invalid, horizon,
+                      note) -> dict:
+    """A permutation test of real (d/H 16) against null runs on another per-run summary of sigma_H
+    (the paper's a3 names them 'entropy_std' and 'tail drift' without defining them; ``words`` says
+    which summary we test)."""
+    real = np.array([r[key] for r in real_runs if r[key] is not None], float)
+    null = np.array([r[key] for r in null_runs if r[key] is not None], float)
+    test = permutation_test(real, null, n_permutations=n_permutations) if len(real) >= 2 and len(null) >= 2 else None
+    floor = permutation_p_floor(len(real), len(null)) if test is not None else 0.0
+    return claim_row(claim_id, f"real vs null permutation p, {words}", None if test is None else shown(test.p), profile,
+                     len(real) + len(null), invalid=invalid or (floor > ALPHA and f"the smallest attainable p is {floor:.3g}")
+                     or None, same_sign=test is None or (test.obs_diff > 0) == (source_value(claim_id, A3_DIFFERENCE[claim_id]) > 0),
+                     horizon=horizon,
+                     note=join_notes(None if test is None else f"mean difference {test.obs_diff:+.4f}",
+                                     f"ours: {words} (the paper does not define its statistic)", note))
+
+
+def _welch_ci(x: np.ndarray, y: np.ndarray) -> list[float] | None:
+    """Welch 95% interval of mean(x) - mean(y) (n >= 2 on each side)."""
+    if len(x) < 2 or len(y) < 2:
+        return None
+    from scipy.stats import ttest_ind
+
+    ci = ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+    return [float(ci.low), float(ci.high)]
 
 
 def _count_note(got: Counter, wanted: Counter, key: tuple[int, bool], note: str) -> str:

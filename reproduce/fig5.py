@@ -10,19 +10,17 @@ paper's aggregator.
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import fisher_exact, mannwhitneyu
-from statsmodels.stats.proportion import proportion_confint
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law, records_to_arrays
+from grok_lightning.stats.samples import fisher_counts, rank_test, stratified_exact_test
+from reproduce.claims import claim, claim_row, claim_sample, load_claims
 from reproduce.common import (
-    REPO,
     cli,
     describe,
     median_ci,
@@ -33,24 +31,21 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.report import join_notes, row
+from reproduce.report import join_notes
 
-PAPER = "2605.20441 Fig. 5"
-#: published values (a5_wdc_fit.json / a5_nu_jackknife.json under ../shared/reference)
 LAPLACE = 0.5
-PAPER_VALUES = {"wd_c": 0.0158, "wd_c_ci": [0.0109, 0.0200], "n": 210, "nu": 0.757, "nu_ci": [0.725, 0.799], "nu_n": 140}
-
-
-#: the paper's bins (a5_wdc_fit.json): lambda -> (grok fraction, n); its transition bins get a row each
-PAPER_BINS = {b["wd"]: (b["p_grok"], b["n"]) for b in json.loads(
-    (REPO / "reference" / "a5_wdc_fit.json").read_text())["wd_c_fit"]["bins"]}
+#: the paper's values drawn in the figure (from reference/claims.csv)
+PAPER_VALUES = {"wd_c": claim("wd.lambda_c").value, "wd_c_ci": list(claim("wd.lambda_c").ci),
+                "nu": claim("wd.nu").value, "nu_ci": list(claim("wd.nu").ci)}
+#: the paper's bins: lambda -> (grokked, runs), from the claims of its Fig. 5A counts
+PAPER_BINS = {float(c.id.removeprefix("wd.bin_")): c.count for c in load_claims().values() if c.id.startswith("wd.bin_")}
 TRANSITION = (0.01, 0.02, 0.03)
-#: the paper's published grok epochs at lambda = 0.1 (a5_wdc_fit.json nu sample, 9 runs): the
-#: horizon check (a horizon inside this range cannot give lambda_c ~ 0.016 on the paper's model)
+#: lambda -> the paper's published grok epochs (a5's nu sample): the claims scored by rank tests;
+#: lambda = 0.1 is also the horizon check (a horizon inside its range cannot give lambda_c ~ 0.016)
+SAMPLE_CLAIMS = {0.1: "wd.t_grok_0.1", 0.5: "wd.t_grok_0.5", 2.0: "wd.t_grok_2"}
 HORIZON_CHECK_WD = 0.1
-PAPER_NU_SAMPLE = [(s["wd"], s["grok_epoch"]) for s in json.loads(
-    (REPO / "reference" / "a5_wdc_fit.json").read_text())["nu_fit"]["sample"]]
-PAPER_T_GROK_01 = sorted(t for w, t in PAPER_NU_SAMPLE if w == HORIZON_CHECK_WD)
+PAPER_NU_SAMPLE = [(w, t) for w, cid in {**SAMPLE_CLAIMS, 1.0: "wd.t_grok_1"}.items() for t in claim_sample(cid)]
+PAPER_T_GROK_01 = sorted(claim_sample(SAMPLE_CLAIMS[HORIZON_CHECK_WD]))
 
 #: a horizon at which lambda = 0.1 sits inside the transition (the small model's first sweep used it)
 SHORT_HORIZON = 1000
@@ -96,7 +91,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     nu_fit, nu_error = None, None
     if np.isfinite(wd_c):
         try:
-            nu_fit = fit_time_to_grok_power_law(wd, t_grok, wd_c, n_bootstrap=n_bootstrap)
+            nu_fit = fit_time_to_grok_power_law(wd, t_grok, wd_c, n_bootstrap=n_bootstrap, jackknife=True)
         except ValueError as err:
             nu_error = str(err)
     info = sweep_summary(records)
@@ -123,20 +118,35 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     shown = (lambda x: None) if unrun else (lambda x: x)
     if unrun:
         note = join_notes(f"not run here yet: no finished run at lambda {', '.join(f'{w:g}' for w in unrun)}", note)
+    horizon = info["horizon"]
+    ci_of = lambda fit: _ci(fit.wd_c_ci)
     rows = [
-        row(PAPER, "lambda_c, least-squares logistic + bootstrap (paper method)", PAPER_VALUES["wd_c"],
-            shown(_finite(paper_fit.wd_c)), profile, n_fit, PAPER_VALUES["wd_c_ci"], _ci(paper_fit.wd_c_ci),
-            note=join_notes(note, f"status {paper_fit.status}"), invalid=invalid),
-        row(PAPER, "lambda_c, binomial GLM (our addition)", PAPER_VALUES["wd_c"], shown(_finite(glm_fit.wd_c)), profile,
-            glm_fit.n_fit, PAPER_VALUES["wd_c_ci"], _ci(glm_fit.wd_c_ci), note=f"status {glm_fit.status}", invalid=invalid),
-        *([] if smoothed is None else [row(
-            PAPER, f"lambda_c, paper method with Laplace smoothing {LAPLACE} (outcomes separable)", PAPER_VALUES["wd_c"],
-            shown(_finite(smoothed.wd_c)), profile, smoothed.n_fit, PAPER_VALUES["wd_c_ci"], _ci(smoothed.wd_c_ci),
-            note=f"status {smoothed.status}; used for nu and Fig. 11", invalid=invalid)]),
-        row(PAPER, "nu of t_grok ~ (lambda - lambda_c)^-nu", PAPER_VALUES["nu"],
-            None if nu_fit is None else shown(nu_fit.nu), profile, 0 if nu_fit is None else nu_fit.n_points,
-            PAPER_VALUES["nu_ci"], None if nu_fit is None else _ci(nu_fit.nu_ci), note=nu_error or note, invalid=invalid),
+        claim_row("wd.lambda_c", "lambda_c, least-squares logistic + bootstrap (paper method)",
+                  shown(_finite(paper_fit.wd_c)), profile, n_fit, ours_ci=ci_of(paper_fit),
+                  note=join_notes(note, f"status {paper_fit.status}"), invalid=invalid, horizon=horizon),
+        claim_row("wd.lambda_c", "lambda_c, binomial GLM (our addition)", shown(_finite(glm_fit.wd_c)), profile,
+                  glm_fit.n_fit, ours_ci=ci_of(glm_fit), note=f"status {glm_fit.status}", invalid=invalid,
+                  horizon=horizon, sensitivity=True),
+        *([] if smoothed is None else [claim_row(
+            "wd.lambda_c", f"lambda_c, paper method with Laplace smoothing {LAPLACE} (outcomes separable)",
+            shown(_finite(smoothed.wd_c)), profile, smoothed.n_fit, ours_ci=ci_of(smoothed),
+            note=f"status {smoothed.status}; used for nu and Fig. 11", invalid=invalid, horizon=horizon,
+            sensitivity=True)]),
     ]
+    nu_ci = None if nu_fit is None else _ci(nu_fit.nu_ci)
+    nu = None if nu_fit is None else shown(nu_fit.nu)
+    nu_n = 0 if nu_fit is None else nu_fit.n_points
+    rows.append(claim_row("wd.nu", "nu of t_grok ~ (lambda - lambda_c)^-nu", nu, profile, nu_n, ours_ci=nu_ci,
+                          note=nu_error or note, invalid=invalid, horizon=horizon))
+    for value in ("0.5", "0.63"):
+        rows.append(claim_row(f"wd.nu_excludes_{value}", f"nu's 95% interval excludes {value}", nu, profile, nu_n,
+                              ours_ci=nu_ci, invalid=invalid, horizon=horizon,
+                              note=f"the paper's interval {list(claim('wd.nu').ci)} excludes it"))
+    jack = None if nu_fit is None or not nu_fit.jackknife else nu_fit.jackknife
+    rows.append(claim_row("wd.nu_jackknife", "nu, leave-one-run-out jackknife (bias-corrected, normal 95% CI)",
+                          None if jack is None else shown(jack["nu_bias_corrected"]), profile, nu_n, ours_ci=None if jack is None else _ci(jack["ci_95"]),
+                          invalid=invalid, horizon=horizon,
+                          note="the paper's jackknife runs over the multi-task-extended cohort of 148 grok-positive runs"))
     rows += bin_rows(paper_fit.bins, wd, t_grok, profile, invalid, unrun, records)
     fits = {"profile": profile, "horizon": info["horizon"], "paper": paper_fit.to_dict(), "glm": glm_fit.to_dict(),
             "paper_smoothed": None if smoothed is None else smoothed.to_dict(), "main": main_fit.to_dict(),
@@ -149,40 +159,55 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
 
 def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str, invalid: str | None,
              unrun: list[float] = (), records: list[dict] = ()) -> list[dict]:
-    """Our grok fraction (Wilson 95% CI) in each of the paper's transition bins that we ran (and a
-    ``not run here`` row for each planned one without runs yet), and the median grok epoch at
-    lambda = 0.1 against the paper's published ones there."""
-    rows = [row(PAPER, f"grok fraction at lambda = {w:g} (Wilson 95% CI)", round(PAPER_BINS[w][0], 4), None, profile, 0,
-                note=f"planned, no finished run yet; paper {round(PAPER_BINS[w][0] * PAPER_BINS[w][1])}/{PAPER_BINS[w][1]}")
+    """Our grok fraction (Wilson 95% CI, Fisher's exact test against the paper's count) in each of
+    the paper's bins that we ran, a ``not run here`` row for each planned transition bin without
+    runs yet, the exact stratified test across the transition bins, and the median grok epoch at
+    each lambda where the paper published its grok epochs, tested against them by rank."""
+    horizon = max((r["config"]["max_epochs"] for r in records), default=None)
+    rows = [claim_row(f"wd.bin_{w:g}", f"grok fraction at lambda = {w:g} (Wilson 95% CI)", None, profile, 0,
+                      note=f"planned, no finished run yet; paper {PAPER_BINS[w][0]}/{PAPER_BINS[w][1]}")
             for w in unrun]
+    strata = []
     for b in bins:
-        if not any(np.isclose(b["wd"], w) for w in TRANSITION):
+        key = next((w for w in PAPER_BINS if np.isclose(b["wd"], w)), None)
+        if key is None:
             continue
-        paper_p, paper_n = PAPER_BINS[round(b["wd"], 6)]
-        paper_k = round(paper_p * paper_n)
-        # both fractions are samples (the paper's of 10-30 runs): each gets its Wilson interval, and
-        # Fisher's exact test of the two counts is in the note
-        fisher = fisher_exact([[b["n_grok"], b["n"] - b["n_grok"]], [paper_k, paper_n - paper_k]]).pvalue
-        rows.append(row(PAPER, f"grok fraction at lambda = {b['wd']:g} (Wilson 95% CI)", round(paper_p, 4),
-                        b["p_grok"], profile, b["n"], paper_ci=[float(v) for v in proportion_confint(
-                            paper_k, paper_n, alpha=0.05, method="wilson")], ours_ci=[b["wilson_lo"], b["wilson_hi"]],
-                        note=f"ours {b['n_grok']}/{b['n']}, paper {paper_k}/{paper_n}; Fisher exact p = {fisher:.2g}"
-                             f"{_not_grokked(records, b['wd'])}", invalid=invalid))
-    at = np.isclose(wd, HORIZON_CHECK_WD) & np.isfinite(t_grok)
-    if at.any() or np.isclose(wd, HORIZON_CHECK_WD).any():
-        median, ci = median_ci(t_grok[at])
-        # a rank test of our grok epochs against the paper's published ones (scipy: exact without ties,
-        # the normal approximation with them; the paper's sample holds 1,100 twice)
-        same = f"; Mann-Whitney U two-sided p = {mannwhitneyu(t_grok[at], PAPER_T_GROK_01).pvalue:.2g}" if at.sum() >= 3 else ""
-        rows.append(row(PAPER, f"median grok epoch at lambda = {HORIZON_CHECK_WD:g}",
-                        float(np.median(PAPER_T_GROK_01)), _finite(median), profile, int(at.sum()),
-                        paper_ci=[PAPER_T_GROK_01[0], PAPER_T_GROK_01[-1]], ours_ci=ci,
-                        note=f"{int(at.sum())}/{int(np.isclose(wd, HORIZON_CHECK_WD).sum())} grokked, at epochs "
-                             f"{', '.join(str(int(t)) for t in sorted(t_grok[at]))}; by epoch {SHORT_HORIZON:,}: ours "
-                             f"{int((t_grok[at] <= SHORT_HORIZON).sum())}/{int(at.sum())}, the paper's "
-                             f"{sum(t <= SHORT_HORIZON for t in PAPER_T_GROK_01)}/{len(PAPER_T_GROK_01)}; the paper's range "
-                             f"is its published sample of {len(PAPER_T_GROK_01)} runs, not a CI; a horizon below it "
-                             f"puts lambda_c above 0.1{same}", invalid=invalid))
+        paper_k, paper_n = PAPER_BINS[key]
+        fisher = fisher_counts(b["n_grok"], b["n"], paper_k, paper_n)
+        if any(np.isclose(key, w) for w in TRANSITION):
+            strata.append((b["n_grok"], b["n"], paper_k, paper_n))
+        rows.append(claim_row(f"wd.bin_{key:g}", f"grok fraction at lambda = {b['wd']:g} (Wilson 95% CI)",
+                              b["p_grok"], profile, b["n"], ours_ci=[b["wilson_lo"], b["wilson_hi"]],
+                              test_p=fisher, test_name="Fisher exact", horizon=horizon, invalid=invalid,
+                              note=f"ours {b['n_grok']}/{b['n']}, paper {paper_k}/{paper_n}; Fisher exact p = {fisher:.2g}"
+                                   f"{_not_grokked(records, b['wd'])}"))
+    if strata and not unrun:
+        test = stratified_exact_test(strata)
+        rows.append(claim_row("wd.transition", "transition bins 0.01-0.03: one exact stratified test of ours against "
+                              "the paper's counts", test.p_exact, profile, sum(s[1] for s in strata),
+                              test_name="exact stratified (Birch)", horizon=horizon, invalid=invalid,
+                              note=f"ours grokked {test.observed} of {sum(s[1] for s in strata)}, "
+                                   f"{test.expected:.2f} expected if every bin's fraction were the paper's; "
+                                   f"Cochran-Mantel-Haenszel chi-square p = {test.p_cmh:.2g} (an approximation "
+                                   "that needs ~5 expected per cell, which 3 runs per bin do not give)"))
+    for w, claim_id in SAMPLE_CLAIMS.items():
+        at = np.isclose(wd, w) & np.isfinite(t_grok)
+        if not np.isclose(wd, w).any():
+            continue
+        sample = sorted(claim_sample(claim_id))
+        median, ci, level = median_ci(t_grok[at])
+        test = rank_test(t_grok[at], sample) if at.any() else None
+        extra = (f"; by epoch {SHORT_HORIZON:,}: ours {int((t_grok[at] <= SHORT_HORIZON).sum())}/{int(at.sum())}, the "
+                 f"paper's {sum(t <= SHORT_HORIZON for t in sample)}/{len(sample)} (a horizon below the paper's grok "
+                 "epochs puts lambda_c above 0.1)") if w == HORIZON_CHECK_WD else ""
+        rows.append(claim_row(claim_id, f"median grok epoch at lambda = {w:g}", _finite(median), profile,
+                              int(at.sum()), ours_ci=ci, ci_level=level, horizon=horizon, invalid=invalid,
+                              test_p=None if test is None else test.p,
+                              test_name=f"Mann-Whitney U ({'exact' if test and test.exact else 'normal approx.'})",
+                              note=f"{int(at.sum())}/{int(np.isclose(wd, w).sum())} grokked, at epochs "
+                                   f"{', '.join(str(int(t)) for t in sorted(t_grok[at]))}; the paper's published "
+                                   f"sample: {', '.join(str(int(t)) for t in sample)}"
+                                   + ("" if test is None else f"; Mann-Whitney p = {test.p:.2g}") + extra))
     return rows
 
 

@@ -24,6 +24,7 @@ from grok_lightning.stats.lockin import (
     tian_model,
     window_median,
 )
+from reproduce.claims import claim_row, count_row
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
     HEADLINE_W,
@@ -91,8 +92,8 @@ def target_activation(relu_records: list[dict], main_records: list[dict], relu_c
     late_g = [window_median(r, key23, lo, hi) for r in rg]
     late_c = [window_median(r, key23, lo, hi) for r in rc]
     late_g_200 = [window_median(r, key23, 200, 400) for r in rg]
-    med_g, ci_g = median_ci(late_g)
-    med_c, ci_c = median_ci(late_c)
+    med_g, ci_g, lvl_g = median_ci(late_g)
+    med_c, ci_c, lvl_c = median_ci(late_c)
     separation = med_g / med_c if med_c and np.isfinite(med_c) else float("nan")
     sig = {k: finite_median([window_median(r, lockin_key(W, f"sigma{k}"), lo, hi) for r in rg]) for k in range(1, 6)}
     late12 = [window_median(r, key12, lo, hi) for r in rg]
@@ -137,45 +138,54 @@ def target_activation(relu_records: list[dict], main_records: list[dict], relu_c
     figures.append(save_figure(fig, out / "lockin_relu_theorem6.png"))
 
     n_g, n_c = len(rg), len(rc)
+    t099, t099_ci, t099_lvl = median_ci([g for g in grok_099 if g is not None])
     rows = [
-        row(PAPER, "ReLU: slope fire rate, grok (W=20)", P_RELU["fire_rate"], fraction(sum(f is not None for f in fires_g), n_g),
-            profile, n_g, note=f"fire epochs {fires_g} (paper 0/15)"),
+        count_row("lock.relu_fire", "ReLU: slope fire rate, grok (W=20)", sum(f is not None for f in fires_g), n_g,
+                  profile, note=f"fire epochs {fires_g}", horizon=H),
         row(PAPER, "ReLU: slope fire rate, control (W=20)", None, fraction(sum(f is not None for f in fires_c), n_c), profile, n_c,
             note=f"fire epochs {fires_c}; paper gives no control count"),
-        row(PAPER, f"ReLU: late sigma2/sigma3 grok (median, epochs {lo}-{hi})", P_RELU["late_grok"], med_g, profile, n_g,
-            ours_ci=ci_g, note=f"the paper's ReLU window is unstated; second half of the horizon used; over epochs 200-400: "
-                               f"{format_number(finite_median(late_g_200))} (independent numpy check: 2.73)"),
+        claim_row("lock.relu_late", f"ReLU: late sigma2/sigma3 grok (median, epochs {lo}-{hi})", med_g, profile, n_g,
+                  ours_ci=ci_g, ci_level=lvl_g, horizon=H,
+                  note=f"the paper's ReLU window is unstated; second half of the horizon used; over epochs 200-400: "
+                       f"{format_number(finite_median(late_g_200))} (independent numpy check: 2.73)"),
         row(PAPER, f"ReLU: late sigma2/sigma3 control (epochs {lo}-{hi})", None, med_c, profile, n_c, ours_ci=ci_c,
-            note="the paper does not give the control value behind 1.4x"),
-        row(PAPER, "ReLU: separation late grok / late control", P_RELU["separation"], separation, profile, n_g + n_c,
-            note=f"n = {n_g} + {n_c}; x^2 for comparison: 229x in the paper"),
+            ci_level=lvl_c, note="the paper does not give the control value behind 1.4x"),
+        claim_row("lock.relu_separation", "ReLU: separation late grok / late control", separation, profile, n_g + n_c,
+                  ours_ci=None if ci_g is None or ci_c is None else [ci_g[0] / ci_c[1], ci_g[1] / ci_c[0]],
+                  ci_level=None if lvl_g is None else lvl_g * lvl_c, horizon=H,
+                  note=f"n = {n_g} + {n_c}; interval: the ratio of the two intervals' opposite ends"),
         row(PAPER, f"ReLU: late sigma1/sigma2 grok (rank-1 dominance, epochs {lo}-{hi})", None, finite_median(late12), profile, n_g,
             note=f"paper: sigma1 >> sigma2 ~ sigma3 ~ sigma4 ~ sigma5; ours median sigma1..5 "
                  f"{[float(f'{sig[k]:.3g}') for k in range(1, 6)]}; x^2 late sigma1/sigma2 {format_number(x2_late12)}"),
-        row(PAPER, "ReLU: rho_tian at epoch 0 (paper: already >= 0.075)", RHO_THRESHOLD, finite_median(rho0), profile, len(rho0),
-            note=f"values {[round(v, 4) for v in rho0 if v is not None]}; row compares with the threshold"),
-        row(PAPER, "ReLU: epoch test acc >= 0.99 (median)", P_RELU["test_099"],
-            finite_median(grok_099) if all(g is not None for g in grok_099) and grok_099 else None, profile, n_g,
-            note=f"per seed {grok_099} (None: not by epoch {H}); test >= 0.5 at {test_half}"),
+        count_row("lock.relu_rho0", f"ReLU: rho_tian >= {RHO_THRESHOLD} at epoch 0", sum(v is not None and v >= RHO_THRESHOLD
+                                                                                         for v in rho0[:n_g]), n_g, profile,
+                  note=f"grok runs' values {[round(v, 4) for v in rho0[:n_g] if v is not None]}", horizon=H),
+        claim_row("lock.relu_test", "ReLU: epoch test acc >= 0.99 (median)",
+                  t099 if all(g is not None for g in grok_099) and grok_099 else None, profile, n_g, ours_ci=t099_ci,
+                  ci_level=t099_lvl, horizon=H, note=f"per seed {grok_099} (None: not by epoch {H}); test >= 0.5 at {test_half}"),
     ]
-    for e in sorted(set(t6_epochs) | set(P_RELU["sign_match"])):
+    relu_epochs = (100, 300, 500)  # the epochs of the paper's 'ReLU' sign-match claims
+    for e in sorted(set(t6_epochs) | set(relu_epochs)):
         entry = t6.get(e)
-        published = P_RELU["sign_match"].get(e)
+        quantity = f"ReLU: Theorem-6 sign-match, paper mode, epoch {e}, seed 0"
+        scored = e in relu_epochs
         if entry is None:
-            rows.append(row(PAPER, f"ReLU: Theorem-6 sign-match, paper mode, epoch {e}, seed 0", published, None, profile, 0,
-                            note=f"epoch {e} is past this profile's horizon ({H})"))
+            rows.append((claim_row(f"lock.relu_sign_{e}", quantity, None, profile, 0, horizon=H) if scored else
+                         row(PAPER, quantity, None, None, profile, 0)) | {"note": f"epoch {e} is past this profile's horizon ({H})"})
             continue
         note = (f"real ReLU network; median over {len(entry['paper_all'])} ReLU seeds {format_number(finite_median(entry['paper_all']))}; "
                 f"frac B<0 on +cos {format_number(entry['frac_neg_B_pos_cos'])}")
-        if published is not None:
+        if scored:
             note += (f"; the published value looks like an x^2 replay (our x^2 seed 0 at epoch {e}: "
                      f"{format_number(entry['x2_seed0'])}, Xu's x^2 seed 0: {format_number(P_SIGN_SEED0.get(e))})")
-        rows.append(row(PAPER, f"ReLU: Theorem-6 sign-match, paper mode, epoch {e}, seed 0", published,
-                        entry["paper_seed0"], profile, 1 if entry["paper_seed0"] is not None else 0, note=note))
+        n = 1 if entry["paper_seed0"] is not None else 0
+        rows.append(claim_row(f"lock.relu_sign_{e}", quantity, entry["paper_seed0"], profile, n, note=note, horizon=H)
+                    if scored else row(PAPER, quantity, None, entry["paper_seed0"], profile, n, note=note))
     exact = [v for e in t6_epochs for v in t6[e]["exact_all"]]
-    rows.append(row(PAPER, "ReLU: Theorem-6 sign-match, exact mode (min over runs and epochs)", 1.0,
-                    min(exact) if exact else None, profile, len(exact),
-                    note=f"{len(exact)} (run, epoch) values at epochs {t6_epochs}; identity, must be 1.000"))
+    rows.append(row(PAPER, "ReLU: Theorem-6 sign-match, exact mode (min over runs and epochs)", None,
+                    min(exact) if exact else None, profile, len(exact), kind="identity", expected=1.0, margin=0.0,
+                    note=f"our check, not a claim of the paper: {len(exact)} (run, epoch) values at epochs {t6_epochs}; "
+                         "an identity, 1.000 by construction"))
     summary = dict(seeds_grok=[record_seed(r) for r in rg], seeds_control=[record_seed(r) for r in rc], horizon=H, late_window=[lo, hi],
                    fire_epochs_grok=fires_g, fire_epochs_control=fires_c, late_ratio_grok=late_g, late_ratio_control=late_c,
                    late_ratio_grok_200_400=late_g_200, separation=separation, late_sigmas_grok={str(k): v for k, v in sig.items()},

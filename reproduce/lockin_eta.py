@@ -24,6 +24,7 @@ from grok_lightning.stats.lockin import (
     tian_model,
     window_median,
 )
+from reproduce.claims import claim, claim_row, count_row, load_claims
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
     HEADLINE_W,
@@ -104,35 +105,46 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
         per_eta[f"{eta:g}"] = dict(seeds=[record_seed(r) for r in runs], fire=fires, rho_fire=rho, test_half=test,
                                    grok_epoch_099=grokked, late_300_600=late)
         p = next((v for k, v in P_ETA.items() if np.isclose(k, eta)), None)
-        n = len(runs)
+        n, tag = len(runs), f"lock.eta{eta:g}"
+        scored = lambda name: f"{tag}.{name}" in load_claims()
         fired = [f for f in fires if f is not None]
-        med, ci = median_ci(fired)
-        rows.append(row(PAPER, f"eta sweep eta={eta:g}: median slope fire epoch", p and p["lockin"], med, profile, len(fired),
-                        ours_ci=ci, note=f"{len(fired)}/{n} fired by epoch {H}: {fires}"
-                                         + (f"; late sigma2/sigma3 paper {p['late']} (epochs 300-600), ours "
-                                            f"{format_number(finite_median(late))} (epochs 300-{H})" if p else "")))
+        med, ci, level = median_ci(fired)
+        note = f"{len(fired)}/{n} fired by epoch {H}: {fires}" + (
+            f"; late sigma2/sigma3 paper {p['late']} (epochs 300-600), ours {format_number(finite_median(late))} "
+            f"(epochs 300-{H})" if p else "")
+        rows.append(claim_row(f"{tag}.lockin", f"eta sweep eta={eta:g}: median slope fire epoch", med, profile,
+                              len(fired), ours_ci=ci, ci_level=level, horizon=H, note=note) if scored("lockin") else
+                    row(PAPER, f"eta sweep eta={eta:g}: median slope fire epoch", None, med, profile, len(fired),
+                        ours_ci=ci, ci_level=level, note=note))
         hits = [v for v in rho if v is not None]
-        med, ci = median_ci(hits)
-        rows.append(row(PAPER, f"eta sweep eta={eta:g}: median rho_tian fire epoch", p and p["rho"], med, profile, len(hits),
-                        ours_ci=ci, note=f"{len(hits)}/{n} crossed {RHO_THRESHOLD}: {rho}; rho every "
-                                         f"{value_set([tian_model(r).get('rho_every') for r in runs])} epoch(s)"))
+        med, ci, level = median_ci(hits)
+        note = (f"{len(hits)}/{n} crossed {RHO_THRESHOLD}: {rho}; rho every "
+                f"{value_set([tian_model(r).get('rho_every') for r in runs])} epoch(s)")
+        rows.append(claim_row(f"{tag}.rho", f"eta sweep eta={eta:g}: median rho_tian fire epoch", med, profile, len(hits),
+                              ours_ci=ci, ci_level=level, horizon=H, note=note) if scored("rho") else
+                    row(PAPER, f"eta sweep eta={eta:g}: median rho_tian fire epoch", None, med, profile, len(hits),
+                        ours_ci=ci, ci_level=level, note=note))
         hits = [v for v in test if v is not None]
-        med, ci = median_ci(hits)
-        never = p is not None and p["test"] is None  # the paper's runs at this eta never reach 0.5 by epoch 600
-        rows.append(row(PAPER, f"eta sweep eta={eta:g}: median epoch test acc >= 0.5", "never" if never else p and p["test"],
-                        "never" if never and not hits else med, profile, len(hits),
-                        ours_ci=ci, note=f"{len(hits)}/{n} reached it by epoch {H}: {test}; grokked (0.99) "
-                                         f"{sum(g is not None for g in grokked)}/{n}"
-                                         + (f" (paper {p['grokked']}/5 by 600)" if p else "")))
+        med, ci, level = median_ci(hits)
+        note = f"{len(hits)}/{n} reached it by epoch {H}: {test}; grokked (0.99) {sum(g is not None for g in grokked)}/{n}"
+        if scored("test") and claim(f"{tag}.test").count:  # the paper's runs never reach 0.5 by epoch 600
+            rows.append(count_row(f"{tag}.test", f"eta sweep eta={eta:g}: runs reaching test acc 0.5 by epoch {H}",
+                                  len(hits), n, profile, horizon=H, note=note))
+        elif scored("test"):
+            rows.append(claim_row(f"{tag}.test", f"eta sweep eta={eta:g}: median epoch test acc >= 0.5", med, profile,
+                                  len(hits), ours_ci=ci, ci_level=level, horizon=H, note=note))
+        else:
+            rows.append(row(PAPER, f"eta sweep eta={eta:g}: median epoch test acc >= 0.5", None, med, profile,
+                            len(hits), ours_ci=ci, ci_level=level, note=note))
     fit = None
     if len(points) >= 3 and len({t for t, _ in points}) >= 2:
         slope, intercept = np.polyfit([t for t, _ in points], [p for _, p in points], 1)
         fit = [float(slope), float(intercept)]
-    rows.append(row(PAPER, "eta sweep: slope of t_rho vs t_test(0.5) regression", P_ETA_FIT[0], fit[0] if fit else None,
-                    profile, len(points), note=(f"ours t_rho = {fit[0]:.2f} t_test {fit[1]:+.0f} over {len(points)} runs"
-                                                + ("" if len(points) >= 10 else " (too few runs for a meaningful slope)")
-                                                + "; " if fit else f"{len(points)} runs with both epochs: too few for a fit; ")
-                    + "paper: 0.80 t_test - 75, R^2 = 0.87, 20 runs"))
+    slope_ci = _slope_ci(points) if fit else None
+    rows.append(claim_row("lock.eta_fit", "eta sweep: slope of t_rho vs t_test(0.5) regression (OLS 95% CI)",
+                          fit[0] if fit else None, profile, len(points), ours_ci=slope_ci, horizon=H,
+                          note=(f"ours t_rho = {fit[0]:.2f} t_test {fit[1]:+.0f} over {len(points)} runs"
+                                if fit else f"{len(points)} runs with both epochs: too few for a fit")))
     long = [r for r in long_records if tian_eta(r) > 0]
     lr = long[0] if long else None
     peak = float(np.nanmax(history_column(lr, lockin_key(HEADLINE_W, "ratio23"))[1])) if lr else None
@@ -141,8 +153,9 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
     why = "" if lr else "medium and paper profiles only (2,000 epochs do not fit the smoke budget)"
     for key, label in (("test_half", "epoch test acc >= 0.5"), ("test_099", "epoch test acc >= 0.99"),
                        ("rho", "rho_tian fire epoch"), ("lockin", "slope fire epoch"), ("peak", "peak sigma2/sigma3")):
-        rows.append(row(PAPER, f"eta=1e-5 extension (2,000 epochs, seed 0): {label}", P_ETA_LONG[key], long_vals[key],
-                        profile, 1 if lr else 0, note=why or (f"seed {record_seed(lr)}, {record_horizon(lr)} epochs; None = not reached")))
+        rows.append(claim_row(f"lock.long.{key}", f"eta=1e-5 extension (2,000 epochs, seed 0): {label}", long_vals[key],
+                              profile, 1 if lr else 0, horizon=record_horizon(lr) if lr else None,
+                              note=why or f"seed {record_seed(lr)}, {record_horizon(lr)} epochs; None = not reached"))
 
     seeds_text = (f"eta in {value_set(etas)}, seeds {sorted({record_seed(r) for r in x2})} per eta, horizon {H} epochs; "
                   f"bands: IQR over seeds (a single line when n = 1)"
@@ -164,3 +177,15 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
     summary = dict(horizon=H, per_eta=per_eta, rho_vs_test_fit=fit, extension=long_vals if lr else None,
                    statuses={r.get("name"): r.get("status") for r in records + long_records})
     return summary, rows, figures
+
+
+def _slope_ci(points: list[tuple[float, float]]) -> list[float] | None:
+    """OLS 95% interval of the slope of rho fire epoch on test-0.5 epoch (t with n - 2 df)."""
+    from scipy.stats import linregress
+    from scipy.stats import t as student_t
+
+    if len(points) < 3:
+        return None
+    fit = linregress([a for a, _ in points], [b for _, b in points])
+    half = float(student_t.ppf(0.975, len(points) - 2)) * fit.stderr
+    return [fit.slope - half, fit.slope + half]

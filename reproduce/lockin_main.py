@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH, main_figure, window_sweep_figure
+from grok_lightning.plots.lockin import main_figure, window_sweep_figure
 from grok_lightning.stats.lockin import (
     finite_median,
     fire_epoch,
@@ -27,10 +27,10 @@ from grok_lightning.stats.lockin import (
     tian_model,
     window_median,
 )
+from reproduce.claims import claim_row, count_row
 from reproduce.common import median_ci
 from reproduce.lockin_common import (
     HEADLINE_W,
-    P_MAIN,
     P_SIGN_IQR,
     P_WINDOW,
     PAPER,
@@ -42,7 +42,6 @@ from reproduce.lockin_common import (
     describe_tian,
     differs_from_paper,
     format_number,
-    fraction,
     record_seed,
     save_figure,
     value_set,
@@ -64,8 +63,8 @@ def target_main(records: list[dict], configs: dict, profile: str, out: Path):
     key = lockin_key(W, "ratio23")
     late_g = [window_median(r, key, lo, hi) for r in grok]
     late_c = [window_median(r, key, lo, hi) for r in control]
-    med_g, ci_g = median_ci(late_g)
-    med_c, ci_c = median_ci(late_c)
+    med_g, ci_g, lvl_g = median_ci(late_g)
+    med_c, ci_c, lvl_c = median_ci(late_c)
     separation = med_g / med_c if med_c and np.isfinite(med_c) else float("nan")
     # Theorem 6: the paper's medians are over seeds 0-4
     t6_seeds = [r for r in grok if record_seed(r) <= 4]
@@ -105,53 +104,69 @@ def target_main(records: list[dict], configs: dict, profile: str, out: Path):
     figures = [save_figure(fig, out / "lockin_main.png")]
 
     n_g, n_c = len(grok), len(control)
-    fire_med, fire_ci = median_ci(fired_g)
+    fire_med, fire_ci, fire_lvl = median_ci(fired_g)
+    h = value_set([record_horizon(r) for r in grok + control])
+    h = h if isinstance(h, (int, float)) else min(map(record_horizon, grok + control), default=None)
     rows = [
-        row(PAPER, "slope fire rate, grok eta=2e-4 (W=20)", P_MAIN["fire_rate_grok"], fraction(len(fired_g), n_g), profile, n_g,
-            note=f"{len(fired_g)}/{n_g} fired (paper 15/15); fire epochs {fires_g}"),
-        row(PAPER, "slope fire rate, control eta=0 (W=20)", P_MAIN["fire_rate_control"], fraction(len(fired_c), n_c), profile, n_c,
-            note=f"{len(fired_c)}/{n_c} fired (paper 0/15)" + (f"; fire epochs {fired_c}" if fired_c else "")),
-        row(PAPER, "median slope fire epoch, grok (W=20)", P_MAIN["fire_epoch"], fire_med, profile, len(fired_g), ours_ci=fire_ci,
-            note=f"paper IQR [173, 174] (not a CI); ours IQR {format_number(interquartile_range(fired_g))}, n = {len(fired_g)} fired runs"),
-        row(PAPER, f"late sigma2/sigma3 grok (median of per-run medians, epochs {lo}-{hi})", P_MAIN["late_grok"], med_g,
-            profile, n_g, ours_ci=ci_g,
-            note=f"paper bracket [168, 320] is probably the min-max over 15 seeds; ours range {format_number([min(late_g, default=None), max(late_g, default=None)])}"
-                 + ("" if hi >= 400 else f"; horizon {hi}: window {lo}-{hi}, not 200-400")),
-        row(PAPER, f"late sigma2/sigma3 control (epochs {lo}-{hi})", P_MAIN["late_control"], med_c, profile, n_c, ours_ci=ci_c,
-            note=f"paper bracket [1.25, 1.37] (probably min-max); ours range {format_number([min(late_c, default=None), max(late_c, default=None)])}"),
-        row(PAPER, "separation: late grok / late control", P_MAIN["separation"], separation, profile, n_g + n_c,
-            note=f"ratio of the two medians above (n = {n_g} + {n_c}); no CI"),
+        count_row("lock.fire_grok", "slope fire rate, grok eta=2e-4 (W=20)", len(fired_g), n_g, profile,
+                  note=f"fire epochs {fires_g}", horizon=h),
+        count_row("lock.fire_control", "slope fire rate, control eta=0 (W=20)", len(fired_c), n_c, profile,
+                  note=f"fire epochs {fired_c}" if fired_c else "", horizon=h),
+        claim_row("lock.fire_epoch", "median slope fire epoch, grok (W=20)", fire_med, profile, len(fired_g),
+                  ours_ci=fire_ci, ci_level=fire_lvl, horizon=h,
+                  note=f"ours IQR {format_number(interquartile_range(fired_g))}, n = {len(fired_g)} fired runs"),
+        claim_row("lock.late_grok", f"late sigma2/sigma3 grok (median of per-run medians, epochs {lo}-{hi})", med_g,
+                  profile, n_g, ours_ci=ci_g, ci_level=lvl_g, horizon=h,
+                  note=f"the paper's bracket [168, 320] is probably the min-max over 15 seeds; ours range "
+                       f"{format_number([min(late_g, default=None), max(late_g, default=None)])}"
+                       + ("" if hi >= 400 else f"; horizon {hi}: window {lo}-{hi}, not 200-400")),
+        claim_row("lock.late_control", f"late sigma2/sigma3 control (epochs {lo}-{hi})", med_c, profile, n_c,
+                  ours_ci=ci_c, ci_level=lvl_c, horizon=h,
+                  note=f"ours range {format_number([min(late_c, default=None), max(late_c, default=None)])}"),
+        claim_row("lock.separation", "separation: late grok / late control", separation, profile, n_g + n_c,
+                  ours_ci=None if ci_g is None or ci_c is None else [ci_g[0] / ci_c[1], ci_g[1] / ci_c[0]], horizon=h,
+                  ci_level=None if lvl_g is None else lvl_g * lvl_c,
+                  note=f"ratio of the two medians above (n = {n_g} + {n_c}); interval: the ratio of their intervals' "
+                       "opposite ends (coverage at least the product of theirs)"),
     ]
     for e in T6_EPOCHS:
         s = sign[e]
-        value, ci = median_ci(s["paper"])
+        value, ci, level = median_ci(s["paper"])
         iqr, rng = P_SIGN_IQR[e]
-        rows.append(row(PAPER, f"Theorem-6 sign-match, paper mode, epoch {e}", PUBLISHED_SIGN_MATCH[e], value, profile,
-                        len(s["paper"]), ours_ci=ci,
-                        note=f"median over grok seeds 0-4 present (n = {len(s['paper'])}); paper 5-seed IQR {list(iqr)}, range "
-                             f"{list(rng)}; ours values {[round(v, 3) for v in s['paper']]}"
-                             + (f"; all {len(s['paper_all'])} grok seeds: median {format_number(finite_median(s['paper_all']))}"
-                                if len(s["paper_all"]) > len(s["paper"]) else "")))
+        rows.append(claim_row(f"lock.sign_match_{e}", f"Theorem-6 sign-match, paper mode, epoch {e}", value, profile,
+                              len(s["paper"]), ours_ci=ci, ci_level=level, horizon=h,
+                              note=f"median over grok seeds 0-4 present (n = {len(s['paper'])}); paper 5-seed IQR "
+                                   f"{list(iqr)}, range {list(rng)}; ours values {[round(v, 3) for v in s['paper']]}"
+                                   + (f"; all {len(s['paper_all'])} grok seeds: median "
+                                      f"{format_number(finite_median(s['paper_all']))}"
+                                      if len(s["paper_all"]) > len(s["paper"]) else "")))
+    at_175 = sign.get(175, {}).get("paper", [])
+    rows.append(count_row("lock.sign_match_175_all", "sign-match >= 0.95 at epoch 175 (seeds 0-4)",
+                          sum(v >= 0.95 for v in at_175), len(at_175), profile, horizon=h,
+                          note=f"ours {[round(v, 3) for v in at_175]}; the paper's own 5-seed range at 175 starts at "
+                               f"{P_SIGN_IQR[175][1][0]}, below 0.95"))
     for e in T6_EPOCHS:
         s = sign[e]
-        rows.append(row(PAPER, f"Theorem-6 sign-match, exact mode, epoch {e} (min over runs)", 1.0,
-                        min(s["exact"]) if s["exact"] else None, profile, len(s["exact"]),
-                        note="an identity (Schur complement), must be 1.000 for any features; paper reports only the "
-                             "published (paper-mode) metric"))
-    th_med, th_ci = median_ci(test_half)
-    lag_med, lag_ci = median_ci(lags)
-    rho_med, rho_ci = median_ci(rho_g)
+        rows.append(row(PAPER, f"Theorem-6 sign-match, exact mode, epoch {e} (min over runs)", None,
+                        min(s["exact"]) if s["exact"] else None, profile, len(s["exact"]), kind="identity",
+                        expected=1.0, margin=0.0,
+                        note="our check, not a claim of the paper: with the exact leave-pair-out projector the "
+                             "sign rule is an identity (Schur complement), 1.000 for any features"))
+    rows += rank2_rows(grok, profile, h)
+    th_med, th_ci, th_lvl = median_ci(test_half)
+    lag_med, lag_ci, lag_lvl = median_ci(lags)
+    rho_med, rho_ci, rho_lvl = median_ci(rho_g)
     rows += [
-        row(PAPER, "median epoch test acc >= 0.5, grok", P_MAIN["test_half"], th_med, profile, n_g, ours_ci=th_ci,
-            note=f"paper IQR [99, 102]; ours {test_half}"),
-        row(PAPER, "lag: slope fire - epoch test acc >= 0.99 (median)", P_MAIN["lag_099"], lag_med, profile, len(lags),
-            ours_ci=lag_ci, note=f"paper pilot: median 35, IQR [34, 36], 6 seeds; ours per run {lags}"),
-        row(PAPER, f"rho_tian >= {RHO_THRESHOLD}: median fire epoch, grok", P_MAIN["rho_fire"], rho_med, profile,
-            sum(v is not None for v in rho_g), ours_ci=rho_ci,
-            note=f"paper IQR [17, 18]; rho_tian computed every {rho_every} epoch(s), so ours is resolved to that"),
-        row(PAPER, f"rho_tian >= {RHO_THRESHOLD}: fire rate, control", 0.0,
-            fraction(sum(v is not None for v in rho_c), n_c), profile, n_c,
-            note=f"paper: 0/15, control max 0.065; ours max rho_tian over control runs {format_number(rho_c_max)}"),
+        claim_row("lock.test_half", "median epoch test acc >= 0.5, grok", th_med, profile, n_g, ours_ci=th_ci,
+                  ci_level=th_lvl, horizon=h, note=f"ours {test_half}"),
+        claim_row("lock.lag", "lag: slope fire - epoch test acc >= 0.99 (median)", lag_med, profile, len(lags),
+                  ours_ci=lag_ci, ci_level=lag_lvl, horizon=h, note=f"ours per run {lags}"),
+        claim_row("lock.rho_fire", f"rho_tian >= {RHO_THRESHOLD}: median fire epoch, grok", rho_med, profile,
+                  sum(v is not None for v in rho_g), ours_ci=rho_ci, ci_level=rho_lvl, horizon=h,
+                  note=f"rho_tian computed every {rho_every} epoch(s), so ours is resolved to that"),
+        count_row("lock.rho_control", f"rho_tian >= {RHO_THRESHOLD}: fire rate, control",
+                  sum(v is not None for v in rho_c), n_c, profile, horizon=h,
+                  note=f"ours max rho_tian over control runs {format_number(rho_c_max)}"),
     ]
     summary = dict(
         seeds_grok=[record_seed(r) for r in grok], seeds_control=[record_seed(r) for r in control], horizon=horizon,
@@ -166,6 +181,26 @@ def target_main(records: list[dict], configs: dict, profile: str, out: Path):
         statuses={r.get("name"): r.get("status") for r in records},
     )
     return summary, rows, figures
+
+
+def rank2_rows(grok: list[dict], profile: str, horizon) -> list[dict]:
+    """Seed 0's W = 20 spectrum, as the paper's table: how far sigma3 falls from epoch 150 to 200
+    while sigma2 levels off, and sigma2/sigma3 at epoch 200."""
+    seed0 = next((r for r in grok if record_seed(r) == 0), None)
+    at = {}
+    if seed0 is not None:
+        for k in (2, 3):
+            epochs, values = history_column(seed0, lockin_key(HEADLINE_W, f"sigma{k}"))
+            at[k] = dict(zip(epochs.astype(int).tolist(), values.tolist()))
+    value = lambda k, e: at.get(k, {}).get(e)
+    drop = value(3, 150) / value(3, 200) if value(3, 150) and value(3, 200) else None
+    ratio = value(2, 200) / value(3, 200) if value(2, 200) and value(3, 200) else None
+    note = (f"seed 0: sigma2 {format_number(value(2, 150))} -> {format_number(value(2, 200))}, sigma3 "
+            f"{format_number(value(3, 150))} -> {format_number(value(3, 200))} (epochs 150 -> 200)")
+    return [claim_row("lock.rank2_s3_drop", "sigma3(150) / sigma3(200), W = 20, seed 0", drop, profile, 1, note=note,
+                      horizon=horizon),
+            claim_row("lock.rank2_ratio_200", "sigma2/sigma3 at epoch 200, W = 20, seed 0", ratio, profile, 1,
+                      note=note, horizon=horizon)]
 
 
 # --- target 2: window sweep -----------------------------------------------------------------------
@@ -187,19 +222,18 @@ def target_window(records: list[dict], configs: dict, profile: str, out: Path):
         k_c, k_g = sum(f is not None for f in fc), sum(f is not None for f in fg)
         subset = (f"; seeds 0-2 (the paper's): grok {sum(f is not None for f in sub_g)}/{len(sub_g)}, control "
                   f"{sum(f is not None for f in sub_c)}/{len(sub_c)}") if len(fc) > 3 or len(fg) > 3 else ""
-        rows.append(row(PAPER, f"window sweep W={W}: control false-positive rate", p["control"] / 3, fraction(k_c, len(fc)),
-                        profile, len(fc),
-                        note=f"{k_c}/{len(fc)} control runs fired at {[f for f in fc if f is not None]} (paper {p['control']}/3"
-                             f"{', 0/15 in the headline runs' if W == 20 else ''}); late sigma2/sigma3 ours "
-                             f"{format_number(late[1])} (paper {p['late'][1]}), epochs {lo}-{hi}{subset}"))
-        rows.append(row(PAPER, f"window sweep W={W}: grok fire rate", p["grok"] / 3, fraction(k_g, len(fg)), profile, len(fg),
-                        note=f"{k_g}/{len(fg)} grok runs fired (paper {p['grok']}/3); late sigma2/sigma3 ours {format_number(late[0])} "
-                             f"(paper {p['late'][0]})"))
+        h = min(map(record_horizon, grok + control), default=None)
+        rows.append(count_row(f"lock.window{W}.control", f"window sweep W={W}: control false-positive rate", k_c, len(fc),
+                              profile, horizon=h,
+                              note=f"fired at {[f for f in fc if f is not None]}; late sigma2/sigma3 ours "
+                                   f"{format_number(late[1])} (paper {p['late'][1]}), epochs {lo}-{hi}{subset}"))
+        rows.append(count_row(f"lock.window{W}.grok", f"window sweep W={W}: grok fire rate", k_g, len(fg), profile,
+                              horizon=h, note=f"late sigma2/sigma3 ours {format_number(late[0])} (paper {p['late'][0]})"))
         fired = [f for f in fg if f is not None]
-        med, ci = median_ci(fired)
-        rows.append(row(PAPER, f"window sweep W={W}: median grok fire epoch", float(np.median(p["fire_epochs"])), med, profile,
-                        len(fired), ours_ci=ci,
-                        note=f"paper fire epochs {list(p['fire_epochs'])}; ours {fg}"))
+        med, ci, level = median_ci(fired)
+        rows.append(claim_row(f"lock.window{W}.epoch", f"window sweep W={W}: median grok fire epoch", med, profile,
+                              len(fired), ours_ci=ci, ci_level=level, horizon=h,
+                              note=f"paper fire epochs {list(p['fire_epochs'])} (seeds 0-2); ours {fg}"))
     seeds_text = (f"the runs of the main figure: grok seeds {[record_seed(r) for r in grok]}, control seeds "
                   f"{[record_seed(r) for r in control]}; four detectors (W = {', '.join(map(str, WINDOWS))}) on every run; "
                   f"bands: IQR over seeds; late-window medians over epochs {lo}-{hi}")

@@ -31,6 +31,7 @@ from grok_lightning.plots.common import caption, smoke_scope
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
+from reproduce.claims import claim, claim_row, load_claims
 from reproduce.common import REPO, SWEEPS, cli, describe, median_ci, parse_args, sweep_records, sweep_summary
 from reproduce.report import row
 from reproduce.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
@@ -44,12 +45,17 @@ LEAD_SEED, LEAD_WD = 42, 1.0
 #: the paper's stage bands (PAPER_WD_REGIMES.md section 5): Fig. 3 read off the figure, Fig. 6/7 as labelled
 FIG3_BANDS = {"P1": (100, 200), "P2": (1000, 2500), "P3": (4500, 5500), "P4": (10000, 11000), "P5": (15000, 20000)}
 FIG67_BANDS = {"P1": (100, 500), "P2": (1000, 3000), "P3": (5000, 7500), "P4": (10000, 12500), "P5": (15000, 20000)}
-PAPER_FIG3 = {"final_test_acc": 0.46, "sigma_peak": 0.201, "sigma_peak_epoch": 10500}
-PAPER_E8 = {0.1: 5, 0.5: 4, 1.0: 3, 2.0: 4}  # retained of 5 seeds at 20,000 epochs
-PAPER_FIG6 = [(100, 0.86), (500, 0.71), (1000, 0.48), (20000, 0.13)]  # seed 42, median over layers
-PAPER_FIG6_P2_P4 = ((2500, 12500), (0.18, 0.55))
-PAPER_FIG7 = [(100, 2.072), (500, 1.392), (20000, 1.346)]
-PAPER_FIG7_PLATEAU = ((1000, 17500), (1.30, 1.36))
+#: the paper's values (reference/claims.csv): seed 42 at lambda 1 over 20,000 epochs, E8's retention
+PAPER_FIG3 = {"final_test_acc": claim("fig3.final_test").value, "sigma_peak": claim("fig3.sigma_peak").value,
+              "sigma_peak_epoch": 10500}
+PAPER_E8 = {float(c.id.removeprefix("e8.retained_")): c.count[0] for c in load_claims().values()
+            if c.id.startswith("e8.retained_")}  # retained of 5 seeds at 20,000 epochs
+PAPER_FIG6 = sorted((int(c.id.removeprefix("fig6.pr_norm_")), c.value) for c in load_claims().values()
+                    if c.id.removeprefix("fig6.pr_norm_").isdigit())
+PAPER_FIG6_P2_P4 = ((2500, 12500), (claim("fig6.pr_norm_p2_p4_min").value, claim("fig6.pr_norm_p2_p4_max").value))
+PAPER_FIG7 = sorted((int(c.id.removeprefix("fig7.alpha_")), c.value) for c in load_claims().values()
+                    if c.id.removeprefix("fig7.alpha_").isdigit())
+PAPER_FIG7_PLATEAU = ((1000, 17500), (claim("fig7.alpha_plateau_lo").value, claim("fig7.alpha_plateau_hi").value))
 #: the paper's Table 3 / C1 check as published (reference/, CC-BY-4.0, L. Verma)
 C1_JSON = REPO / "reference" / "c1_empirical_validation.json"
 
@@ -199,10 +205,10 @@ def part_fig3(ctx: dict) -> list[dict]:
         "final_test_acc": lead.get("final_test_acc"), "sigma_peak": peak, "sigma_peak_epoch": peak_epoch,
         "grok_epoch": lead.get("grok_epoch"), "retention": lead.get("retention"),
         "anti_grok_epoch": lead.get("anti_grok_epoch"), "underlay_seeds": [r["config"]["seed"] for r in ctx["underlay"]]}
-    return [row(PAPER + " Fig. 3", f"final test accuracy, lead run ({ctx['label']})", PAPER_FIG3["final_test_acc"],
-                lead.get("final_test_acc"), profile, 1, note=ctx["note_h"]),
-            row(PAPER + " Fig. 3", f"raw sigma_H peak after epoch 100, lead run ({ctx['label']})", PAPER_FIG3["sigma_peak"],
-                peak, profile, 1, note=f"ours at epoch {peak_epoch} of {horizon:,}, paper at ~10,500 of 20,000")]
+    return [claim_row("fig3.final_test", f"final test accuracy, lead run ({ctx['label']})", lead.get("final_test_acc"),
+                      profile, 1, note=ctx["note_h"], horizon=horizon),
+            claim_row("fig3.sigma_peak", f"raw sigma_H peak after epoch 100, lead run ({ctx['label']})", peak, profile, 1,
+                      note=f"ours at epoch {peak_epoch} of {horizon:,}, paper at ~10,500 of 20,000", horizon=horizon)]
 
 
 def part_e8(ctx: dict) -> list[dict]:
@@ -219,9 +225,17 @@ def part_e8(ctx: dict) -> list[dict]:
         paper = "-" if t["paper_retained"] is None else f"{t['paper_retained']}/5"
         note = (f"{t['retained']}/{t['n']} retained, {t['anti-grokked']} anti-grokked{epochs}, {t['collapsed']} collapsed, "
                 f"{t['never grokked']} never grokked; paper {paper}; {ctx['note_h']}").strip("; ")
-        rows.append(row(PAPER + " E8", f"retained fraction at lambda {t['wd']} (still generalising at the horizon)",
-                        None if t["paper_retained"] is None else t["paper_retained"] / 5, t["retained"] / t["n"],
-                        ctx["profile"], t["n"], note=note))
+        quantity = f"retained fraction at lambda {t['wd']} (still generalising at the horizon)"
+        if t["paper_retained"] is None:
+            rows.append(row(PAPER + " E8", quantity, None, t["retained"] / t["n"], ctx["profile"], t["n"], note=note))
+        else:
+            rows.append(claim_row(f"e8.retained_{t['wd']:g}", quantity, t["retained"] / t["n"], ctx["profile"], t["n"],
+                                  note=note, horizon=ctx["horizon"]))
+    n = sum(t["n"] for t in table)
+    if n:
+        rows.append(claim_row("e8.anti_grok", "fraction of runs that anti-grok by the horizon",
+                              sum(t["anti-grokked"] for t in table) / n, ctx["profile"], n, horizon=ctx["horizon"],
+                              note=ctx["note_h"]))
     return rows
 
 
@@ -237,23 +251,33 @@ def part_fig6(ctx: dict, series: list[dict], tables: dict, cap: str) -> list[dic
                          cap + smoke_scope(profile, "fig6") + f"\npaper overlay: Fig. 6 text values and {ref_source}")
     fig.savefig(ctx["out"] / "fig6_pr_norm.png", dpi=130)
     final = [s["pr_norm"][-1] for s in series if s["wd"] == lead["config"]["wd"]]
-    value, ci = median_ci(final)
+    value, ci, level = median_ci(final)
     ctx["summary"]["fig6"] = {
         "lead_table3": lead_table, "max_pr_norm_identity_error": ours_err, "max_pr_error": ours_pr_err,
         "n_valid_layer_rows": len(valid), "n_skipped_layer_rows": sum(t.get("n_skipped", 0) for t in tables.values()),
         "paper_max_pr_norm_identity_error": ref_err, "paper_source": ref_source}
-    first, last = lead_s["epoch"][0], lead_s["epoch"][-1]
+    last = lead_s["epoch"][-1]
     how = f"covariance {ctx['summary']['pr_construction']}"
     quantity = "PR_norm (median over layers) at the {} checkpoint, lead run (" + ctx["label"] + ")"
-    return [row(PAPER + " Fig. 6", quantity.format("first"), PAPER_FIG6[0][1], lead_s["pr_norm"][0], profile, 1,
-                note=f"ours at epoch {first}, paper at 100; {how}"),
-            row(PAPER + " Fig. 6", quantity.format("last"), PAPER_FIG6[-1][1], lead_s["pr_norm"][-1], profile, 1,
-                note=f"ours at epoch {last}, paper at 20,000; {how}"),
+    horizon = ctx["horizon"]
+    at = dict(zip(lead_s["epoch"], lead_s["pr_norm"]))
+    table3 = {int(r["epoch"]): r["mean_PR_norm_measured"] for r in lead_table}
+    rows = []
+    for epoch, _ in PAPER_FIG6:  # every checkpoint the paper prints; beyond our horizon: not run here (horizon)
+        rows.append(claim_row(f"fig6.pr_norm_{epoch}", quantity.format(f"epoch-{epoch:,}"), at.get(epoch), profile, 1,
+                              note=how, horizon=horizon))
+        if f"tab3.pr_norm_{epoch}" in load_claims():
+            rows.append(claim_row(f"tab3.pr_norm_{epoch}", f"PR_norm (mean over layers) at epoch {epoch:,}, lead run",
+                                  table3.get(epoch), profile, 1, note=how, horizon=horizon))
+    p24 = [v for e, v in at.items() if PAPER_FIG6_P2_P4[0][0] <= e <= PAPER_FIG6_P2_P4[0][1]]
+    for claim_id, pick in (("fig6.pr_norm_p2_p4_min", min), ("fig6.pr_norm_p2_p4_max", max)):
+        rows.append(claim_row(claim_id, claim(claim_id).claim, pick(p24) if p24 else None, profile, 1, horizon=horizon))
+    return rows + [
             row(PAPER + " Fig. 6", f"PR_norm at the last checkpoint, median over seeds at lambda {lead['config']['wd']}",
-                None, value, profile, len(final), ours_ci=ci, note=f"epoch {last}"),
-            row(PAPER + " Table 3", "C1 identity: max abs(PR_norm measured - 1/(1+CV^2)) (sample CV, var_pop corrected), "
-                "all layer x checkpoint rows", ref_err, ours_err, profile, len(valid),
-                note=f"max abs(PR - H/(1+CV^2)) = {_residual(ours_pr_err)} (paper 1.73e-6); float64 eigenvalues here")]
+                None, value, profile, len(final), ours_ci=ci, ci_level=level, note=f"epoch {last}"),
+            claim_row("c1.identity", "C1 identity: max abs(PR_norm measured - 1/(1+CV^2)) (sample CV, var_pop corrected), "
+                      "all layer x checkpoint rows", ours_err, profile, len(valid),
+                      note=f"max abs(PR - H/(1+CV^2)) = {_residual(ours_pr_err)} (paper 1.73e-6); float64 eigenvalues here")]
 
 
 def _residual(x: float) -> str:
@@ -269,10 +293,14 @@ def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
     ctx["summary"]["fig7"] = {"lead_alpha": dict(zip(lead_s["epoch"], lead_s["esd_alpha"])),
                               "alpha_range_all_runs": [float(np.nanmin(alphas)), float(np.nanmax(alphas))]}
     quantity = "ESD alpha (median over weight matrices) at the {} checkpoint, lead run (" + ctx["label"] + ")"
-    return [row(PAPER + " Fig. 7", quantity.format("first"), PAPER_FIG7[0][1], lead_s["esd_alpha"][0], profile, 1,
-                note=f"ours at epoch {lead_s['epoch'][0]}, paper at 100"),
-            row(PAPER + " Fig. 7", quantity.format("last"), PAPER_FIG7[-1][1], lead_s["esd_alpha"][-1], profile, 1,
-                note=f"ours at epoch {lead_s['epoch'][-1]}, paper at 20,000")]
+    at = dict(zip(lead_s["epoch"], lead_s["esd_alpha"]))
+    rows = [claim_row(f"fig7.alpha_{epoch}", quantity.format(f"epoch-{epoch:,}"), at.get(epoch), profile, 1,
+                      horizon=ctx["horizon"]) for epoch, _ in PAPER_FIG7]
+    plateau = [v for e, v in at.items() if PAPER_FIG7_PLATEAU[0][0] <= e <= PAPER_FIG7_PLATEAU[0][1]]
+    for claim_id, pick in (("fig7.alpha_plateau_lo", min), ("fig7.alpha_plateau_hi", max)):
+        rows.append(claim_row(claim_id, claim(claim_id).claim, pick(plateau) if plateau else None, profile, 1,
+                              horizon=ctx["horizon"]))
+    return rows
 
 
 def main(argv=None) -> Path:

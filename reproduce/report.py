@@ -1,49 +1,42 @@
 """reproduction/REPORT.md from the rows and figures each target wrote in this invocation.
 
 Each target writes ``<out>/<target>/rows.json``: a list of rows
-``{paper, quantity, paper_value, paper_ci, ours, ours_ci, profile, n, note, null, invalid}``.
-Numbers come from run records and fit JSONs of the run that just happened; nothing here is typed
-in. The verdict is computed from the row, in one vocabulary (:data:`VERDICTS`), each with its
-reason after a colon:
+``{paper, quantity, paper_value, paper_ci, ours, ours_ci, profile, n, note, null, invalid, ...}``;
+a row that compares with the papers names its claim of ``reference/claims.csv``
+(``reproduce.claims.claim_row``), which supplies the paper's value, interval, margin and the
+horizon it needs. Numbers come from run records and fit JSONs of the run that just happened;
+nothing here is typed in. Each row's verdict is computed from the row
+(:func:`reproduce.verdict.verdict`, one vocabulary: :data:`VERDICTS`).
 
-* ``invalid test``: the design cannot show the effect (``invalid`` says why; the target's
-  checks in :mod:`grok_lightning.stats.validity` decide it). Never evidence of either sign.
-* ``not run here``: no number of ours (the note says why: GPU-sized, undefined at this horizon).
-* ``matches the paper in number``: the paper's value inside our CI (or the two CIs overlap, or
-  ours inside the paper's CI); without any CI, within the row's stated ``tolerance``, else equal
-  at the precision the paper prints; for a
-  count, the paper's proportion inside our Wilson interval; for a named outcome, the same name.
-* ``same direction, different size``: not a match, but ours and the paper's lie on the same side
-  of the row's ``null`` (the no-effect value, e.g. 0 for a Cohen's d), with our CI excluding it.
-* ``not reproduced``: anything else with a paper value.
-
-A row without a paper value has no verdict (``-``): it is context, not a comparison.
+The report leads with the verdict of every claim of the table (:func:`claim_verdicts`): the
+denominator is the papers, not what ran here; a claim without a row of ours reads "not run here"
+with what it would need. Rows marked ``sensitivity`` (another reading of the same statistic) are
+listed but never count.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
+from collections import Counter
 from pathlib import Path
 
-__all__ = ["VERDICTS", "format_value", "join_notes", "verdict", "verdict_class", "write_report", "row"]
+from reproduce.verdict import VERDICTS, verdict, verdict_class
 
-VERDICTS = ("matches the paper in number", "same direction, different size", "not reproduced", "invalid test",
-            "not run here")
+__all__ = ["VERDICTS", "claim_verdicts", "format_value", "join_notes", "verdict", "verdict_class", "write_report",
+           "row"]
 
 
 def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=None, ours_ci=None, note: str = "",
-        null=None, invalid: str | None = None, tolerance: float | None = None, alpha: float | None = None,
-        same_sign: bool = True) -> dict:
+        null=None, invalid: str | None = None, **extra) -> dict:
     """One report row; ``null``: the no-effect value of the quantity (direction verdicts);
     ``invalid``: why the design cannot show the effect (the verdict is then ``invalid test``);
-    ``tolerance``: a stated goal (``|ours - paper| <= tolerance`` matches) for rows without CIs;
-    ``alpha``: the row is a p-value tested at this level, and ``same_sign`` says whether our effect
-    has the paper's sign (a p's size follows the number of runs, so only the decision is compared)."""
+    ``extra``: ``horizon`` (of our runs), ``ci_level`` (our interval's coverage), ``test_p`` and
+    ``test_name`` (a test of ours against the paper's published sample or counts), ``same_sign``
+    (a p-value row: our effect has the paper's sign), ``sensitivity`` (another reading; never
+    counted), ``expected`` (an identity of ours without a paper value)."""
     return dict(paper=paper, quantity=quantity, paper_value=paper_value, paper_ci=paper_ci, ours=ours,
-                ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, tolerance=tolerance,
-                alpha=alpha, same_sign=same_sign)
+                ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, **extra)
 
 
 def join_notes(*parts) -> str:
@@ -59,120 +52,72 @@ def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _printed_digits(x: float) -> int:
-    """Significant digits the paper printed: the fewest that give back its value."""
-    return next((k for k in range(1, 16) if float(f"{x:.{k}g}") == x), 16)
-
-
-def _count(text: str) -> tuple[int, int] | None:
-    match = re.search(r"(\d+)\s*/\s*(\d+)", text)
-    return (int(match[1]), int(match[2])) if match and int(match[2]) > 0 else None
-
-
-def _wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    p, denom = k / n, 1 + z * z / n
-    centre, half = (p + z * z / (2 * n)) / denom, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def _named(r: dict) -> str:
-    ours, paper = r["ours"], r.get("paper_value")
-    counts = _count(ours), _count(str(paper)) if paper is not None else None
-    if counts[0] and counts[1]:
-        lo, hi = _wilson(*counts[0])
-        inside = lo <= counts[1][0] / counts[1][1] <= hi
-        return ("matches the paper in number" if inside else "not reproduced") + \
-            f": {ours} (Wilson 95% [{lo:.2f}, {hi:.2f}]) vs {paper}"
-    if paper is None:
-        return "-"
-    return "matches the paper in number" if ours == paper else f"not reproduced: {ours} vs {paper}"
-
-
-def _p_verdict(ours: float, paper: float, alpha: float, same_sign: bool) -> str:
-    """A p-value row: whether each test rejects at ``alpha``, and in which direction."""
-    if ours < alpha and not same_sign:
-        return f"not reproduced: p {ours:.3g} < {alpha:g} with the opposite sign"
-    if (ours < alpha) != (paper < alpha):
-        return f"not reproduced: p {ours:.3g} against the paper's {paper:.3g} at level {alpha:g}"
-    if ours < alpha:
-        return f"same direction, different size: both p < {alpha:g} (the size of a p follows the number of runs)"
-    return f"matches the paper in number: neither p is below {alpha:g}"
-
-
-def verdict(r: dict) -> str:
-    """The row's verdict in the one vocabulary (module docstring), with its reason.
-
-    >>> verdict(row("p", "q", 0.0158, 0.02, "smoke", 10, [0.0109, 0.02], [0.015, 0.03]))
-    'matches the paper in number: CIs overlap'
-    >>> verdict(row("p", "q", 0.0158, 0.3, "smoke", 10, [0.0109, 0.02], [0.2, 0.4]))
-    'not reproduced: CIs differ'
-    >>> verdict(row("p", "q", -0.88, -0.3, "medium", 8, ours_ci=[-0.6, -0.1], null=0))
-    'same direction, different size: paper value outside our CI'
-    >>> verdict(row("p", "q", 0.5, None, "smoke", 0))
-    'not run here'
-    >>> verdict(row("p", "q", -0.88, 7.3, "medium", 6, invalid="A has no peak"))
-    'invalid test: A has no peak'
-    >>> verdict(row("p", "q", "20/20 (A, B)", "6/6", "medium", 6))
-    'matches the paper in number: 6/6 (Wilson 95% [0.61, 1.00]) vs 20/20 (A, B)'
-    >>> verdict(row("p", "q", 174, 174.0, "medium", 15)), verdict(row("p", "q", 0.8, 0.7982, "medium", 5))
-    ('matches the paper in number: equal at the printed precision', 'matches the paper in number: equal at the printed precision')
-    >>> verdict(row("p", "q", 0.0094, 0.027, "medium", 7, alpha=0.05))
-    'same direction, different size: both p < 0.05 (the size of a p follows the number of runs)'
-    >>> verdict(row("p", "q", 0.0094, 0.027, "medium", 7, alpha=0.05, same_sign=False))
-    'not reproduced: p 0.027 < 0.05 with the opposite sign'
-    """
-    if r.get("invalid"):
-        return f"invalid test: {r['invalid']}"
-    ours, paper, ours_ci, paper_ci = r.get("ours"), r.get("paper_value"), r.get("ours_ci"), r.get("paper_ci")
-    if isinstance(ours, str):
-        return _named(r)
-    if not _finite(ours):
-        return "not run here"
-    if not _finite(paper):
-        return "-"
-    if _finite(r.get("alpha")):
-        return _p_verdict(ours, paper, r["alpha"], r.get("same_sign", True))
-    has = lambda ci: ci is not None and len(ci) == 2 and all(_finite(v) for v in ci)
-    if has(ours_ci) and has(paper_ci):
-        match, how = ours_ci[0] <= paper_ci[1] and paper_ci[0] <= ours_ci[1], ("CIs overlap", "CIs differ")
-    elif has(ours_ci):
-        match, how = ours_ci[0] <= paper <= ours_ci[1], ("paper value inside our CI", "paper value outside our CI")
-    elif has(paper_ci):
-        match, how = paper_ci[0] <= ours <= paper_ci[1], ("ours inside the paper's CI", "ours outside the paper's CI")
-    elif _finite(r.get("tolerance")):
-        match = abs(ours - paper) <= r["tolerance"]
-        how = (f"ours - paper within the stated tolerance {r['tolerance']:g}",
-               f"ours - paper beyond the stated tolerance {r['tolerance']:g}")
-    else:
-        k = _printed_digits(paper)
-        match = f"{ours:.{k}g}" == f"{paper:.{k}g}"
-        how = ("equal at the printed precision", f"no CI; ours - paper = {ours - paper:+.3g}")
-    if match:
-        return f"matches the paper in number: {how[0]}"
-    null = r.get("null")
-    if _finite(null) and (ours - null) * (paper - null) > 0 and not (has(ours_ci) and ours_ci[0] <= null <= ours_ci[1]):
-        return f"same direction, different size: {how[1]}"
-    return f"not reproduced: {how[1]}"
-
-
-def verdict_class(text: str) -> str:
-    """The vocabulary word of a verdict (its text before the colon); ``-`` for no verdict."""
-    head = text.split(":")[0]
-    return head if head in VERDICTS else "-"
-
-
-def format_value(value, ci=None) -> str:
-    """A report cell: 4 significant digits, the interval when it has two finite ends; ``-`` for none.
+def format_value(value, ci=None, level=None) -> str:
+    """A report cell: 4 significant digits, the interval when it has two finite ends (with its
+    coverage when that is not 95%); ``-`` for none.
 
     >>> format_value(0.024576, [0.01414, 0.05511]), format_value(None), format_value(0.5, [None, 1.0])
     ('0.02458 [0.01414, 0.05511]', '-', '0.5')
+    >>> format_value(140, [130, 140], 0.75)
+    '140 [130, 140] (75%)'
     """
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     text = f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
     if ci is not None and len(ci) == 2 and all(_finite(v) for v in ci):
         text += f" [{ci[0]:.4g}, {ci[1]:.4g}]"
+        if _finite(level) and abs(level - 0.95) > 0.005:
+            text += f" ({level:.0%})"
     return text
+
+
+def read_rows(out: Path) -> list[dict]:
+    """Every target's rows under ``out``, each with its ``target``."""
+    rows = []
+    for target in sorted(p for p in Path(out).iterdir() if (p / "rows.json").exists()):
+        rows += [{**r, "_target": target.name} for r in json.loads((target / "rows.json").read_text())]
+    return rows
+
+
+def claim_verdicts(rows: list[dict], left_out: dict | None = None, not_run: dict | None = None) -> list[dict]:
+    """One entry per claim of ``reference/claims.csv``, in table order: ``{claim, row, verdict}``,
+    the row being the first of ours that scores the claim (not a sensitivity row); a claim without
+    one reads "not run here" with what it would need and why its target did not run."""
+    from reproduce.claims import load_claims
+
+    left_out, not_run = left_out or {}, not_run or {}
+    found = {}
+    for r in rows:
+        if r.get("claim") and not r.get("sensitivity"):
+            found.setdefault(r["claim"], r)
+    entries = []
+    for c in load_claims().values():
+        r = found.get(c.id)
+        if r is not None:
+            entries.append(dict(claim=c, row=r, verdict=verdict(r)))
+            continue
+        why = [] if c.needs in ("", "-") else [f"needs {c.needs}"]
+        if c.target in left_out:
+            why.append(f"{c.target} is not in this profile: {left_out[c.target]}")
+        elif c.target in not_run:
+            why.append(f"{c.target} has no records here")
+        elif c.target != "-" and not why:
+            why.append(f"{c.target} reports no row for it")
+        entries.append(dict(claim=c, row=None, verdict="not run here: " + "; ".join(why or ["nothing here scores it"])))
+    return entries
+
+
+def verdict_counts(entries: list[dict]) -> dict[str, int]:
+    """``{verdict word: number of claims}`` in the vocabulary's order (zeros left out)."""
+    counts = Counter(verdict_class(e["verdict"]) for e in entries)
+    return {word: counts[word] for word in VERDICTS if counts[word]}
+
+
+def counts_line(entries: list[dict]) -> str:
+    """'197 claims of the two papers: 27 matches the paper in number; 2 same decision; ...' over
+    every claim of the table."""
+    counts = verdict_counts(entries)
+    return f"{len(entries)} claims of the two papers: " + "; ".join(f"{n} {word}" for word, n in counts.items())
 
 
 PROFILE_NOTES = {
@@ -191,24 +136,45 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
     targets not run in this profile, with the reason; ``not_run``: targets of the profile whose
     records are missing (a ``--no-train`` pass), with what the target said."""
     out = Path(out)
+    rows = read_rows(out)
+    entries = claim_verdicts(rows, left_out, not_run)
     lines = [
         "# Reproduction report",
         "",
         f"Profile: **{profile}**. Every number below was read from the run records and fit JSONs in this folder",
-        "(`make reproduce-all` or `make report`); the paper values are the published ones (with their CIs).",
+        "(`make reproduce-all` or `make report`); every paper value, its interval and the margin within which ours",
+        "counts as the same come from `reference/claims.csv`, each with its source.",
         PROFILE_NOTES.get(profile, ""),
         "",
-        "| paper / figure | quantity | paper | ours | profile | n | verdict | note |",
-        "|---|---|---|---|---|---|---|---|",
+        f"**{counts_line(entries)}.**",
+        "",
+        "## Every claim",
+        "",
+        "| claim | paper | where | claim in words | paper value | margin | ours | n | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    for e in entries:
+        c, r = e["claim"], e["row"]
+        ours = "-" if r is None else format_value(r["ours"], r.get("ours_ci"), r.get("ci_level"))
+        paper_value = c.text + (f" {c.ci_text}" if c.ci_text else "")
+        margin = "-" if c.margin is None else f"{c.margin:g}"
+        lines.append(f"| {c.id} | {c.paper} | {c.where} | {c.claim} | {paper_value} | {margin} | {ours} | "
+                     f"{'-' if r is None else r['n']} | {e['verdict']} |")
+    lines += ["", "## Every row", "",
+              "Rows marked *sensitivity* score a claim under another reading of the same statistic; they never "
+              "count above. Rows without a claim are context.", "",
+              "| paper / figure | claim | quantity | paper | ours | profile | n | verdict | note |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        claim_id = r.get("claim") or "-"
+        quantity = r["quantity"] + (" *(sensitivity)*" if r.get("sensitivity") else "")
+        lines.append(
+            f"| {r['paper']} | {claim_id} | {quantity} | {format_value(r['paper_value'], r.get('paper_ci'))} | "
+            f"{format_value(r['ours'], r.get('ours_ci'), r.get('ci_level'))} | {r['profile']} | {r['n']} | {verdict(r)} | "
+            f"{r.get('note', '')} |")
     figures = []
     targets = sorted(p for p in out.iterdir() if (p / "rows.json").exists())
     for target in targets:
-        for r in json.loads((target / "rows.json").read_text()):
-            lines.append(
-                f"| {r['paper']} | {r['quantity']} | {format_value(r['paper_value'], r.get('paper_ci'))} | "
-                f"{format_value(r['ours'], r.get('ours_ci'))} | {r['profile']} | {r['n']} | {verdict(r)} | {r.get('note', '')} |"
-            )
         figures += sorted(target.glob("*.png"))
     for target in targets:  # a target's own notes (<target>/NOTES.md, markdown written by the target)
         if (target / "NOTES.md").exists():

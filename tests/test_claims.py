@@ -4,6 +4,7 @@ comparable claim carries a margin with its reason, and a wrong value in the tabl
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 
 import pytest
@@ -68,3 +69,38 @@ def test_a_row_takes_its_paper_value_from_the_table():
     assert (r["paper_value"], r["paper_ci"], r["margin"], r["claim"]) == (c.value, list(c.ci), c.margin, "wd.lambda_c")
     with pytest.raises(KeyError, match="claims.csv"):
         claim("no.such.claim")
+
+
+def _shipped_rows():
+    from conftest import REPO
+
+    for path in sorted((REPO / "results" / "medium").glob("*/rows.json")):
+        for r in json.loads(path.read_text()):
+            yield path.parent.name, r
+
+
+def test_every_paper_value_of_the_shipped_report_is_a_claims_value():
+    """A report row shows a paper value only through its claim: no value without a source, none
+    that differs from the table (whose values test_every_claim_agrees_with_the_source_it_cites
+    checks against the files they cite)."""
+    unsourced, differing = [], []
+    for target, r in _shipped_rows():
+        if r["paper_value"] is None:
+            continue
+        if not r.get("claim"):
+            unsourced.append(f"{target}: {r['quantity']}")
+            continue
+        c = claim(r["claim"])
+        expected = c.text if c.kind == "named" else c.value
+        if r["paper_value"] != expected or (r.get("paper_ci") or None) != (list(c.ci) if c.ci else None):
+            differing.append(f"{target}: {r['quantity']}: {r['paper_value']} vs {expected}")
+    assert unsourced == [] and differing == []
+
+
+def test_no_match_has_an_interval_wider_than_its_margin():
+    from reproduce.verdict import verdict
+
+    for target, r in _shipped_rows():
+        if verdict(r).startswith("matches the paper in number") and r.get("ours_ci"):
+            lo, hi = r["ours_ci"]
+            assert r["paper_value"] - r["margin"] <= lo and hi <= r["paper_value"] + r["margin"], (target, r["quantity"])

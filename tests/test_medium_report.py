@@ -109,11 +109,25 @@ def test_lockin_reports_the_parts_that_have_records(tmp_path):
     assert not list((tmp_path / "lockin").glob("lockin_relu/**/record.json"))  # nothing trained
 
 
-def test_the_readme_results_table_is_the_shipped_reports(tmp_path):
-    """The README's headline table is the one `reproduce.readme_results` builds from the shipped
-    rows: a record change that moves a verdict must reach the README too."""
+def test_the_readme_results_block_is_the_shipped_reports():
+    """The README's results block is the one `reproduce.readme_results` builds from the claims table
+    and the shipped rows: a record change that moves a verdict must reach the README too."""
     from reproduce import readme_results
 
     readme = (REPO / "README.md").read_text()
     block = readme.split(readme_results.BEGIN, 1)[1].split(readme_results.END, 1)[0]
-    assert block.strip() == readme_results.table(MEDIUM, tmp_path).strip()
+    assert block.strip() == readme_results.table(MEDIUM).strip()
+
+
+def test_the_report_leads_with_the_verdicts_of_every_claim():
+    from reproduce.claims import load_claims
+    from reproduce.report import VERDICTS
+
+    text = (MEDIUM / "REPORT.md").read_text()
+    head = text.split("## Every claim", 1)[0]
+    counts = re.search(r"\*\*(\d+) claims of the two papers: (.*)\.\*\*", head)
+    assert counts and int(counts[1]) == len(load_claims())
+    numbers = {part.split(" ", 1)[1]: int(part.split(" ", 1)[0]) for part in counts[2].split("; ")}
+    assert set(numbers) <= set(VERDICTS) and sum(numbers.values()) == len(load_claims())
+    table = text.split("## Every claim", 1)[1].split("## Every row", 1)[0]
+    assert sum(line.startswith("| ") for line in table.splitlines()) == len(load_claims()) + 1

@@ -15,6 +15,7 @@ import pytest
 from grok_lightning.records import new_record
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, regime_counts
 from reproduce import fig1, fig5, fig9, fig11
+from reproduce.claims import claim
 from reproduce.report import verdict
 
 MODEL = {"arch": "transformer", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "lr": 1e-3,
@@ -82,7 +83,10 @@ def test_fig5_analyse_recovers_lambda_c_and_nu(tmp_path):
     assert fits["nu"]["n_points"] == above >= 11 and fits["nu"]["nu"] > 0
     assert fits["paper_smoothed"] is None and fits["main"] == fits["paper"]
     rows = json.loads((tmp_path / "rows.json").read_text())
-    assert [r["ours"] is not None for r in rows] == [True, True, True]
+    fitted = [r for r in rows if r.get("claim") in ("wd.lambda_c", "wd.nu", "wd.nu_jackknife")]
+    assert len(fitted) == 4 and all(r["ours"] is not None for r in fitted)  # lambda_c twice: the GLM is a sensitivity row
+    assert [r["quantity"] for r in fitted if r.get("sensitivity")] == ["lambda_c, binomial GLM (our addition)"]
+    assert all(r.get("claim") for r in rows if r["paper_value"] is not None)  # every paper value has its claim
     assert (tmp_path / "fig5_critical.png").stat().st_size > 20_000
     assert json.loads((tmp_path / "fits.json").read_text())["wd_c_used"] == pytest.approx(fits["paper"]["wd_c"])
 
@@ -95,7 +99,8 @@ def test_fig5_separable_outcomes_fall_back_to_laplace_smoothing(tmp_path):
     lo, hi = fits["main"]["wd_c_ci"]
     assert lo < fits["main"]["wd_c"] < hi
     rows = json.loads((tmp_path / "rows.json").read_text())
-    assert len(rows) == 4 and "Laplace" in rows[2]["quantity"] and rows[2]["ours_ci"] is not None
+    laplace = [r for r in rows if "Laplace" in r["quantity"]]
+    assert len(laplace) == 1 and laplace[0]["sensitivity"] and laplace[0]["ours_ci"] is not None
 
 
 def test_fig5_transition_bins_and_the_lambda_01_grok_epochs_get_rows(tmp_path):
@@ -109,14 +114,16 @@ def test_fig5_transition_bins_and_the_lambda_01_grok_epochs_get_rows(tmp_path):
     assert at_002["paper_value"] == 0.8 and at_002["ours"] == pytest.approx(2 / 3) and "2/3" in at_002["note"]
     lo, hi = at_002["ours_ci"]
     assert lo < 2 / 3 < hi
-    # the paper's 8/10 is a sample too: its Wilson interval, and Fisher's exact test of the counts
-    assert at_002["paper_ci"] == pytest.approx([0.4902, 0.9433], abs=1e-4)
+    # the paper's 8/10 is a sample too: Fisher's exact test of the two counts decides a difference
+    assert at_002["test_p"] == pytest.approx(1.0) and at_002["margin"] == claim("wd.bin_0.02").margin
     assert "Fisher exact p = 1" in at_002["note"] and "not grokked: seed 0 (test accuracy" in at_002["note"]
     assert rows["grok fraction at lambda = 0.01 (Wilson 95% CI)"]["ours_ci"][0] == 0.0
     assert "grok fraction at lambda = 0.03 (Wilson 95% CI)" not in rows  # not run: no row
     t_grok = rows["median grok epoch at lambda = 0.1"]
-    assert t_grok["ours"] == 1000 and t_grok["paper_ci"] == [860, 1130] and t_grok["paper_value"] == 1090
-    assert "by epoch 1,000: ours 3/5, the paper's 2/9" in t_grok["note"] and "Mann-Whitney U" in t_grok["note"]
+    assert t_grok["ours"] == 1000 and t_grok["paper_value"] == 1090 and t_grok["kind"] == "sample"
+    assert t_grok["ours_ci"] == [900, 1100] and t_grok["ci_level"] == pytest.approx(0.9375)  # the range of 5: 94%
+    assert "by epoch 1,000: ours 3/5, the paper's 2/9" in t_grok["note"] and "Mann-Whitney p = " in t_grok["note"]
+    assert t_grok["test_name"] == "Mann-Whitney U (exact)"
     # the smoke-sized model at 250 epochs cannot test the paper's numbers
     assert all(r["invalid"] for r in rows.values())
 
