@@ -21,8 +21,8 @@ from pathlib import Path
 
 from grok_lightning.config import ConfigError
 
-__all__ = ["RESUME_KEYS", "check_checkpoint_shape", "check_ckpt_path", "checkpoint_problem", "checkpoint_run_id",
-           "load_checkpoint", "safe_globals", "trainer_call"]
+__all__ = ["RESUME_KEYS", "check_checkpoint_shape", "check_ckpt_path", "checkpoint_differences", "checkpoint_problem",
+           "checkpoint_run_id", "load_checkpoint", "safe_globals", "trainer_call"]
 
 #: ``ckpt_path`` values that Lightning resolves itself
 SYMBOLIC_PATHS = ("last", "best", "hpc", "registry")
@@ -101,13 +101,61 @@ def checkpoint_problem(path: str | Path, resume: bool = True) -> str | None:
     return None
 
 
+def _recorded(checkpoint: dict) -> dict:
+    """The record in a checkpoint's run-recorder state (empty when it carries none)."""
+    for key, state in (checkpoint.get("callbacks") or {}).items():
+        if str(key).startswith("RunRecorder") and isinstance(state, dict) and isinstance(state.get("record"), dict):
+            return state["record"]
+    return {}
+
+
 def checkpoint_run_id(path: str | Path) -> str | None:
     """The run id in a checkpoint's run-recorder state: whose checkpoint it is (``None`` when it
     carries no recorder state, e.g. a checkpoint written outside this package)."""
-    for key, state in (load_checkpoint(path).get("callbacks") or {}).items():
-        if str(key).startswith("RunRecorder") and isinstance(state, dict):
-            return (state.get("record") or {}).get("run_id")
-    return None
+    return _recorded(load_checkpoint(path)).get("run_id")
+
+
+#: hyperparameters that change nothing a run trains or records (the evaluation's batch size, a
+#: memory setting): a resumed run may give another value
+NOT_COMPARED = ("eval_batch_size",)
+
+
+def _comparable(value):
+    return [_comparable(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def checkpoint_differences(checkpoint: dict, config: dict) -> list[tuple[str, object, object]]:
+    """``(field, the checkpoint's value, this run's)`` for every hyperparameter that ``checkpoint``
+    stores with another value than the resolved run ``config`` (sections ``model``, ``data``,
+    ``seed_everything``): the module's and datamodule's classes and arguments, and the seed in its
+    record.
+
+    >>> saved = {"hyper_parameters": {"_class_path": "m.M", "lr": 0.001, "betas": [0.9, 0.98]},
+    ...          "datamodule_hyper_parameters": {"p": 23}}
+    >>> checkpoint_differences(saved, {"model": {"class_path": "m.M", "init_args": {"lr": 0.01, "betas": (0.9, 0.98)}},
+    ...                                "data": {"init_args": {"p": 23}}, "seed_everything": 0})
+    [('model.lr', 0.001, 0.01)]
+    """
+    differences = []
+    for section, stored in (("model", checkpoint.get("hyper_parameters")),
+                            ("data", checkpoint.get("datamodule_hyper_parameters"))):
+        stored = dict(stored or {})
+        given = config.get(section) or {}
+        now = given.get("init_args") or {}
+        saved_class, class_path = stored.get("_class_path"), given.get("class_path")
+        if saved_class and class_path and saved_class != class_path:
+            differences.append((f"{section}.class_path", saved_class, class_path))
+        for key, value in stored.items():
+            if key.startswith("_") or key in NOT_COMPARED or key not in now:
+                continue
+            if key == "modulus" and now[key] is None:  # taken from data.p, compared there
+                continue
+            if _comparable(value) != _comparable(now[key]):
+                differences.append((f"{section}.{key}", value, now[key]))
+    saved_seed, seed = _recorded(checkpoint).get("config", {}).get("seed"), config.get("seed_everything")
+    if isinstance(saved_seed, int) and isinstance(seed, int) and not isinstance(seed, bool) and saved_seed != seed:
+        differences.append(("seed_everything", saved_seed, seed))
+    return differences
 
 
 #: hyperparameters that set the shapes of a model's parameters: a checkpoint must agree on them

@@ -11,6 +11,7 @@ the key or file and what was expected, with a pointer to ``--help``.
 from __future__ import annotations
 
 import sys
+import warnings
 
 from grok_lightning.config import ConfigError
 
@@ -105,7 +106,9 @@ def _run_lightning(argv: list[str], from_shell: bool) -> None:
     check_config_files(argv)
     kwargs = {"parser_kwargs": {"exit_on_error": False}}  # errors come back here, not as usage text
     try:
-        GrokCLI(**kwargs) if from_shell else GrokCLI(args=argv, **kwargs)
+        with warnings.catch_warnings():  # "args and sys.argv both given": args is sys.argv, rewritten (--resume)
+            warnings.filterwarnings("ignore", message=".*LightningCLI's args parameter.*")
+            GrokCLI(**kwargs) if from_shell else GrokCLI(args=argv, **kwargs)
     except ArgumentError as err:
         from grok_lightning.config import parser_error_line
 

@@ -26,8 +26,14 @@ from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
 from grok_lightning.callbacks.grok import StopState
 from grok_lightning.callbacks.progress import RunProgressBar, summary_lines
-from grok_lightning.callbacks.resume import ResumeCheckpoint
-from grok_lightning.checkpoint_io import check_ckpt_path, safe_globals, trainer_call
+from grok_lightning.callbacks.resume import ConfiguredOptimizer, ResumeCheckpoint
+from grok_lightning.checkpoint_io import (
+    SHAPE_KEYS,
+    check_ckpt_path,
+    checkpoint_differences,
+    load_checkpoint,
+    trainer_call,
+)
 from grok_lightning.config import (
     PARSER_MODE,
     ConfigError,
@@ -95,6 +101,10 @@ class RunSettings:
         resume: continue the latest run of this logger (``<save_dir>/<name>/version_*``, or the
             given ``version``) from its ``checkpoints/last.ckpt``, in the same folder and record
             (``grok-lightning fit ... --resume``); a new run when there is none.
+        override_hparams: continue a checkpoint (``--resume``, ``--ckpt_path``) with hyperparameters
+            other than the ones it was trained with (weight decay, lr, seed, data order...): without
+            it any difference is refused in one line naming the field. The record takes the new
+            values and lists the changes under ``overrides``. A different model shape never loads.
     """
 
     profile: str = "custom"
@@ -110,6 +120,7 @@ class RunSettings:
     start_from: str | None = None
     compile: str | None = None
     resume: bool = False
+    override_hparams: bool = False
 
 
 class GrokCLI(LightningCLI):
@@ -157,6 +168,15 @@ class GrokCLI(LightningCLI):
 
     def after_instantiate_classes(self) -> None:
         super().after_instantiate_classes()
+        self._resume_from = None
+        if self.subcommand == "fit":  # the checkpoint fit continues, checked before any line is logged
+            given = self.config.fit.get("ckpt_path")
+            if given is None and RunSettings(**self._section("run")).resume:
+                given = resume_latest(self.trainer)
+            self.check_resume(given)
+            self._resume_from = given
+            if given is not None:
+                logging.getLogger("lightning.pytorch").info(f"continuing {self.trainer.log_dir} from {given}")
         seed = self._get(self.config, "seed_everything")
         if seed is not False and seed is not None:
             logging.getLogger("lightning.fabric.utilities.seed").info(f"Seed set to {seed}")
@@ -168,18 +188,45 @@ class GrokCLI(LightningCLI):
         check_fits_in_memory(config)
 
     def _parse_ckpt_path(self) -> None:
-        # LightningCLI reads the hyperparameters of --ckpt_path here, before anything else runs:
-        # a missing or unusable file is one line now, not a traceback
+        # LightningCLI would copy the hyperparameters of --ckpt_path over the command line's here,
+        # silently (and import the class the checkpoint names): they are compared with it instead,
+        # before training (check_resume). A missing or unusable file is one line now.
         subcommand = self.config.get("subcommand")
         if subcommand:
             check_ckpt_path(self.config[subcommand].get("ckpt_path"), resume=subcommand == "fit")
-        with safe_globals():
-            super()._parse_ckpt_path()
+
+    def check_resume(self, ckpt_path: str | None) -> None:
+        """Before training from ``ckpt_path``: the checkpoint's hyperparameters equal this run's.
+
+        Another model shape (or class, or p) is one line, always. Any other difference is one line
+        naming the field unless ``--run.override_hparams`` (or ``run.start_from`` names the
+        checkpoint: another run's, started from on purpose); then the run trains with its own
+        values (:class:`ConfiguredOptimizer`) and a resumed record lists the changes."""
+        if ckpt_path is None:
+            return
+        run = RunSettings(**self._section("run"))
+        config = self.config.get(self.subcommand) if self.subcommand else self.config
+        differences = checkpoint_differences(load_checkpoint(ckpt_path), config.as_dict())
+        for field, saved, now in differences:
+            if field.split(".", 1)[-1] in (*SHAPE_KEYS, "class_path", "p"):
+                raise ConfigError(f"ckpt_path={ckpt_path}: a checkpoint of another model ({field.split('.', 1)[-1]} "
+                                  f"{saved!r}, this run {now!r})")
+        started_from = run.start_from is not None and str(run.start_from) == str(ckpt_path)
+        if differences and not (run.override_hparams or started_from):
+            field, saved, now = differences[0]
+            more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+            raise ConfigError(f"{field}={now!r}: the checkpoint {ckpt_path} was trained with {saved!r}{more}; give its "
+                              "value, or --run.override_hparams true to continue it with this one (the record says so)")
+        if differences or started_from:
+            self.trainer.callbacks.append(ConfiguredOptimizer())
+        if differences and not started_from:
+            recorder = next(c for c in self.trainer.callbacks if isinstance(c, RunRecorder))
+            recorder.overridden = {field: {"checkpoint": saved, "now": now} for field, saved, now in differences}
 
     # the subcommands: checkpoints are loaded with weights_only=True (grok_lightning.checkpoint_io)
     def fit(self, **kwargs):
-        if RunSettings(**self._section("run")).resume and kwargs.get("ckpt_path") is None:
-            kwargs["ckpt_path"] = resume_latest(self.trainer)
+        if kwargs.get("ckpt_path") is None:
+            kwargs["ckpt_path"] = self._resume_from  # --resume (after_instantiate_classes)
         trainer_call(self.trainer.fit, **kwargs)
         recorder = next(c for c in self.trainer.callbacks if isinstance(c, RunRecorder))
         if recorder.record is not None:
@@ -280,7 +327,8 @@ def check_fits_in_memory(config: dict) -> None:
 def resume_latest(trainer) -> str | None:
     """Point the trainer's logger at the latest run folder of its ``<save_dir>/<name>`` that has a
     ``checkpoints/last.ckpt`` (or at its given version) and return that checkpoint; ``None``
-    (a new run, said in one line) when there is none."""
+    (a new run, said in one line) when there is none. The caller says which one it continues,
+    after checking it."""
     from pathlib import Path
 
     logger = trainer.logger
@@ -298,7 +346,6 @@ def resume_latest(trainer) -> str | None:
         if ckpt.is_file():
             name = folder.name
             logger._version = int(name.split("_")[1]) if given is None else given
-            logging.getLogger("lightning.pytorch").info(f"resuming {folder} from {ckpt}")
             return str(ckpt)
     logging.getLogger("lightning.pytorch").info(f"run.resume: no checkpoints/last.ckpt under {root}: a new run")
     return None
@@ -324,6 +371,7 @@ def run_config(config: dict, ckpt_path: str | None = None, trusted_code=None) ->
         cli = GrokCLI(args=config, run=False, parser_kwargs={"exit_on_error": False})
     quiet_third_party()  # again: the catch_warnings block above dropped its warning filter
     try:
+        cli.check_resume(ckpt_path)
         trainer_call(cli.trainer.fit, cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     finally:
         torch.set_flush_denormal(False)  # process-global state: do not leak it to the caller

@@ -6,7 +6,9 @@ sum of its attempts). The grid has one run of each ending: stopped by GrokDetect
 horizon, trained to its horizon, diverged. Faults are injected in a separate process that kills
 itself with SIGKILL at a chosen point (``FAULTY``); the resume is the ordinary ``sweep run``.
 
-The fast tests at the top check the pieces without training.
+The fast tests at the top check the pieces without training (or with one tiny ``fit``): a
+checkpoint continued with other hyperparameters is one line naming the field, or, with
+``--run.override_hparams``, trains with the new values and the record says so.
 """
 
 from __future__ import annotations
@@ -95,6 +97,67 @@ def test_the_stop_decision_is_in_the_checkpointed_state():
     again.load_state_dict(saved)
     again.on_train_start(fresh, member)
     assert member.diverged_epoch == 3 and fresh.should_stop
+
+
+# --- continuing a checkpoint with other hyperparameters: one line, or an override the record states
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A tiny ``grok-lightning fit`` run of 2 epochs (p 23, weight decay 1.0, seed 0), trained once."""
+    from grok_lightning.cli import main
+
+    root = tmp_path_factory.mktemp("fitted")
+    assert main(fit_args(root)) == 0
+    return root
+
+
+def fit_args(folder: Path, config_name: str = "canonical.yaml") -> list[str]:
+    """``fit --config tiny.yaml`` with the tiny config's run folder in ``folder`` (tiny/v0)."""
+    from conftest import tiny_config
+
+    config = tiny_config(folder, max_epochs=2)
+    if config_name != "canonical.yaml":
+        config = yaml.safe_load((REPO / "configs" / config_name).read_text())
+        config["trainer"]["logger"]["init_args"].update(save_dir=str(folder), name="other", version="v0")
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(config))
+    return ["fit", "--config", str(folder / "tiny.yaml")]
+
+
+RESUME_CHANGES = {
+    "weight decay on --resume": (["--resume", "--model.weight_decay", "0.5"], "model.weight_decay=0.5"),
+    "seed on --resume": (["--resume", "--seed_everything", "5"], "seed_everything=5"),
+    "lr on --ckpt_path": (["--ckpt_path", "CKPT", "--model.lr", "0.01"], "model.lr=0.01"),
+    "p on --ckpt_path": (["--ckpt_path", "CKPT", "--data.p", "29"], "another model (p 23, this run 29)"),
+    "another model's checkpoint": (["--ckpt_path", "CKPT"], "another model (class_path"),
+}
+
+
+@pytest.mark.parametrize("case", list(RESUME_CHANGES))
+def test_continuing_a_checkpoint_with_another_hyperparameter_is_one_line(fitted, tmp_path, capfd, case):
+    from grok_lightning.cli import main
+
+    shutil.copytree(fitted, tmp_path, dirs_exist_ok=True)
+    flags, expected = RESUME_CHANGES[case]
+    ckpt = tmp_path / "tiny" / "v0" / "checkpoints" / "last.ckpt"
+    record = (tmp_path / "tiny" / "v0" / "record.json").read_bytes()
+    argv = fit_args(tmp_path, "tian.yaml" if case == "another model's checkpoint" else "canonical.yaml")
+    capfd.readouterr()
+    assert main(argv + [str(ckpt) if f == "CKPT" else f for f in flags]) == 2
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+    assert (tmp_path / "tiny" / "v0" / "record.json").read_bytes() == record
+
+
+def test_override_hparams_continues_with_the_new_values_and_the_record_says_so(fitted, tmp_path):
+    from grok_lightning.cli import main
+
+    shutil.copytree(fitted, tmp_path, dirs_exist_ok=True)
+    flags = ["--resume", "--model.weight_decay", "0.5", "--trainer.max_epochs", "4", "--run.override_hparams", "true"]
+    assert main(fit_args(tmp_path) + flags) == 0
+    record = json.loads((tmp_path / "tiny" / "v0" / "record.json").read_text())
+    assert record["config"]["wd"] == 0.5 and record["final_epoch"] == 4
+    assert record["overrides"] == [{"epoch": 2, "fields": {"model.weight_decay": {"checkpoint": 1.0, "now": 0.5}}}]
+    groups = load_checkpoint(tmp_path / "tiny" / "v0" / "checkpoints" / "last.ckpt")["optimizer_states"][0]["param_groups"]
+    assert {group["weight_decay"] for group in groups} == {0.5}, "the optimizer trained on with the checkpoint's value"
 
 
 # --- real (tiny) runs -----------------------------------------------------------------------------

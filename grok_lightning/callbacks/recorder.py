@@ -29,6 +29,7 @@ from grok_lightning.callbacks.dashboard import curated_hparams, log_hparams, log
 from grok_lightning.records import (
     RECORD_NAME,
     append_history,
+    last_epoch,
     load_record,
     new_record,
     record_config,
@@ -86,6 +87,9 @@ class RunRecorder(Callback):
         self._t0, self._c0 = time.time(), time.process_time()
         self._evals = 0
         self._outcome_logged_at: int | None = None  # final epoch whose hp/* points TensorBoard has
+        #: hyperparameters this run changes from the checkpoint it continues (--run.override_hparams):
+        #: field -> {"checkpoint": value, "now": value}; the record takes the new config and says so
+        self.overridden: dict = {}
 
     # --- helpers --------------------------------------------------------------------------
     def _config(self, trainer: Trainer, pl_module: LightningModule) -> dict:
@@ -139,6 +143,11 @@ class RunRecorder(Callback):
                                                "epoch": (started_from["history"].get("epoch") or [None])[-1]}
         else:  # resumed: a run whose record already says it ended has its hp/* points
             self._outcome_logged_at = _final_epoch_on_disk(self.path(trainer))
+            if self.overridden:
+                config = self._config(trainer, pl_module)
+                self.record["config"], self.record["seed"] = config, config.get("seed")
+                self.record.setdefault("overrides", []).append({"epoch": last_epoch(self.record),
+                                                                "fields": dict(self.overridden)})
         self.record["status"] = "running"
         self.write(trainer)
 

@@ -14,6 +14,9 @@ On the first SIGINT/SIGTERM the run finishes its epoch, writes ``last.ckpt``, re
 ``interrupted`` and stops; the caller exits non-zero (``stopped_by``). A second signal stops at
 once (``KeyboardInterrupt``): the run then resumes from the previous ``last.ckpt``. Writes are
 atomic (a temporary file and ``os.replace``), so a kill during a write leaves the last one intact.
+
+``ConfiguredOptimizer`` is attached where a run continues a checkpoint with other settings
+(``--run.override_hparams``, ``run.start_from``): it trains with the run's own optimizer values.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ import time
 from pathlib import Path
 
 from lightning.pytorch import LightningModule, Trainer
-from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.callbacks import Callback, Checkpoint
 from lightning.pytorch.utilities import rank_zero_info
 
-__all__ = ["ResumeCheckpoint"]
+__all__ = ["ConfiguredOptimizer", "ResumeCheckpoint"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -114,3 +117,34 @@ class ResumeCheckpoint(Checkpoint):
         if trainer.is_global_zero:
             os.replace(tmp, path)
         self._last_write = time.monotonic()
+
+
+class ConfiguredOptimizer(Callback):
+    """Trains a run that continues a checkpoint with its own optimizer settings, not the checkpoint's.
+
+    Lightning restores the optimizer's state from the checkpoint whole, per-group ``lr``,
+    ``weight_decay``, ``betas`` and ``eps`` included, and the schedulers' base learning rates: a run
+    resumed with ``--run.override_hparams`` (or started from another run's checkpoint) would
+    otherwise keep training with the old values while its record showed the new ones. The values
+    the module configured are taken at fit start (before the restore) and set back at train start
+    (after it); the moments (``exp_avg``...) stay the checkpoint's.
+    """
+
+    def __init__(self):
+        self._configured: list[list[dict]] = []
+
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._configured = [[{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+                            for optimizer in trainer.optimizers]
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        for optimizer, groups in zip(trainer.optimizers, self._configured):
+            for group, configured in zip(optimizer.param_groups, groups):
+                restored_lr, restored_initial = group["lr"], group.get("initial_lr")
+                group.update(configured)
+                if restored_initial:  # a scheduler drives lr: its place in the schedule, at the configured scale
+                    group["lr"] = restored_lr * configured.get("initial_lr", restored_initial) / restored_initial
+        for config in trainer.lr_scheduler_configs:  # a scheduler scales its base lrs from here on
+            scheduler = config.scheduler
+            if hasattr(scheduler, "base_lrs"):
+                scheduler.base_lrs = [group.get("initial_lr", group["lr"]) for group in scheduler.optimizer.param_groups]
