@@ -19,6 +19,7 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
+from reproduce.claims import claim_row
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
@@ -46,10 +47,10 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     collapsed = [r for r in at_10 if classify_run(r, criterion) == "collapse"]
     last_s = [r["history"]["mean_similarity"][-1] for r in at_10 if r["history"].get("mean_similarity")]
     rows = [
-        row(PAPER, "fraction of lambda = 10 runs in collapse (s_bar = 1, no grok)", 1.0,
+        row(PAPER, "fraction of lambda = 10 runs in collapse (s_bar = 1, no grok)", None,
             len(collapsed) / len(at_10) if at_10 else None, profile, len(at_10)),
-        row(PAPER, "s_bar at the horizon, lambda = 10 (median)", 1.0, float(np.median(last_s)) if last_s else None,
-            profile, len(last_s)),
+        claim_row("fig1.collapse", "s_bar at the horizon, lambda = 10 (median)", float(np.median(last_s)) if last_s else None,
+                  profile, len(last_s), horizon=info["horizon"]),
     ]
     summary = {"profile": profile, "points": points, "wd_c": wd_c, "sizes": sizes,
                "criterion": criterion.__dict__, "sweep": info}

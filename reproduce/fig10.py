@@ -25,12 +25,15 @@ from grok_lightning.plots.architectures import figure_architectures
 from grok_lightning.plots.common import caption
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
+from reproduce.claims import claim, claim_row
 from reproduce.common import cli, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 10"
 #: published lambda_c [95% CI] (gen_fig10.py in the author's repository; PAPER_WD_REGIMES.md)
-PAPER_VALUES = {"mlp": (0.0511, [0.0495, 0.0591]), "lstm": (0.0365, [0.0299, 0.0473]), "mamba": (0.0144, [0.0106, 0.0159])}
+#: the paper's cross-architecture lambda_c (reference/claims.csv): architecture key -> claim
+CLAIMS = {"mlp": "fig10.mlp_4L_h512_mod_add", "lstm": "fig10.lstm_4L_h512_mod_add", "mamba": "fig10.mamba_4L_d128_mod_add"}
+PAPER_VALUES = {key: (claim(cid).value, list(claim(cid).ci)) for key, cid in CLAIMS.items()}
 LAPLACE = 0.5
 
 
@@ -90,10 +93,10 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
         n_grok = int(sum(is_grokked(r) for r in recs))
         entries.append({"label": label, "paper_key": key, "wd_c": float(fit.wd_c) if good else None, "wd_c_ci": ci,
                         "status": fit.status if fit else how, "n": len(recs), "n_grok": n_grok, "fit": how})
-        paper = PAPER_VALUES.get(key)
-        rows.append(row(PAPER, f"lambda_c, {label}", paper[0] if paper else None, entries[-1]["wd_c"], profile, len(recs),
-                        paper[1] if paper else None, ci,
-                        note=f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon}"))
+        note = f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon}"
+        rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(recs), ours_ci=ci,
+                              note=note, horizon=horizon) if key in CLAIMS else
+                    row(PAPER, f"lambda_c, {label}", None, entries[-1]["wd_c"], profile, len(recs), ours_ci=ci, note=note))
     info = sweep_summary(records)
     differs = None if profile == "paper" else (
         f"shrunk probes, lambda 0.4-2, 1-2 seeds, {horizon} epochs (paper: paper sizes, 7 lambdas x 10 seeds x 10,000 epochs)")

@@ -18,23 +18,29 @@ from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_multitask
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
+from reproduce.claims import claim_row, count_row, source_value
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 9"
 SYMBOL = {"add": "+", "sub": "-", "mul": "x", "div": "/"}
 #: the paper's grok counts out of 5 (the author's repository, gen_fig9.py; PAPER_WD_REGIMES.md)
-PAPER_GRID = {
-    "out_of": 5,
-    "wds": [0.003, 0.006, 0.015, 0.02, 0.03, 0.05, 0.07],
-    "rows": ["+ small", "+ medium", "- small", "- medium", "x small", "x medium", "/ small", "/ medium"],
-    "counts": {"+ small": [1, 4, 5, 5, 5, 5, 5], "+ medium": [0, 2, 3, 3, 4, 4, 5],
-               "- small": [0, 0, 1, 2, 5, 5, 5], "- medium": [0, 1, 0, 3, 2, 5, 5],
-               "x small": [2, 4, 5, 5, 5, 5, 5], "x medium": [2, 1, 2, 3, 1, 4, 5],
-               "/ small": [0, 0, 4, 4, 5, 5, 5], "/ medium": [2, 4, 5, 3, 3, 5, 5]},
-}
-PAPER_TASK_RATE = {"add": 0.73, "div": 0.71, "mul": 0.70, "sub": 0.49}
-PAPER_WD_C = {"small": (0.0077, [0.0056, 0.0106]), "medium": (0.0128, [0.0076, 0.0194])}
+def paper_grid() -> dict:
+    """The paper's Fig. 9 grid (grokked of 5 per task, scale and lambda), from the file its E9 claims
+    cite (reference/multitask_summary.json)."""
+    cells = source_value("e9.rate_mod_add", "multitask_full_grid").values()
+    wds = sorted({c["wd"] for c in cells})
+    symbol = {"mod_add": "+", "mod_sub": "-", "mod_mul": "x", "mod_div": "/"}
+    rows = [f"{symbol[t]} {scale}" for t in symbol for scale in ("small", "medium")]
+    counts = {row: [0] * len(wds) for row in rows}
+    for c in cells:
+        counts[f"{symbol[c['task']]} {c['scale']}"][wds.index(c["wd"])] = int(c["grok_rate"].split("/")[0])
+    return {"out_of": max(c["n"] for c in cells), "wds": wds, "rows": rows, "counts": counts}
+
+
+#: the paper's E9 claims (reference/claims.csv): per-task grok rates and pooled lambda_c per scale
+TASK_CLAIMS = {"add": "e9.rate_mod_add", "div": "e9.rate_mod_div", "mul": "e9.rate_mod_mul", "sub": "e9.rate_mod_sub"}
+WD_C_CLAIMS = {"small": "e9.transformer_small_pooled_4ops", "medium": "e9.transformer_medium_pooled_4ops"}
 
 
 def _scale(n: int) -> str:
@@ -68,28 +74,29 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
     differs = None if profile == "paper" else (
         "one smaller scale, lambda 1 and 2, one seed, 250 epochs: the paper's grid (right) is 0.003-0.07 x 5 seeds "
         "x 10,000 epochs at 0.82M and 19M; compare which tasks grok, not the counts")
-    fig = figure_multitask(counts, totals, wds, rows_order, caption(profile, details, differs, figure="fig9"), PAPER_GRID)
+    fig = figure_multitask(counts, totals, wds, rows_order, caption(profile, details, differs, figure="fig9"), paper_grid())
     fig.savefig(out / "fig9_multitask.png", dpi=130)
 
     rows, fits = [], {}
-    for op, paper_rate in PAPER_TASK_RATE.items():
+    horizon = max((r["config"]["max_epochs"] for r in counted), default=None)
+    for op, claim_id in TASK_CLAIMS.items():
         mine = [r for r in counted if r["config"]["data"]["operation"] == op]
-        rate = np.mean([is_grokked(r) for r in mine]) if mine else None
         note = "" if profile == "paper" else "smoke grid (lambda 1, 2) is not the paper's: rates are not comparable"
-        rows.append(row(PAPER, f"grok rate, task {SYMBOL[op]} (pooled over scales and lambda)", paper_rate,
-                        None if rate is None else float(rate), profile, len(mine), note=note))
+        rows.append(count_row(claim_id, f"grok rate, task {SYMBOL[op]} (pooled over scales and lambda)",
+                              sum(is_grokked(r) for r in mine), len(mine), profile, note=note, horizon=horizon))
     for size in sorted({n_params(r) for r in counted}):
         group = [r for r in counted if n_params(r) == size]
         fit = _fit(group)
         fits[str(size)] = None if fit is None else fit.to_dict()
-        paper_value, paper_ci = PAPER_WD_C.get(_scale(size), (None, None))
         if fit is None:
             continue
         estimable = fit.status == "ok" and np.isfinite(fit.wd_c)  # a separable step has no lambda_c to report
         ci = [float(v) for v in fit.wd_c_ci] if estimable and np.all(np.isfinite(fit.wd_c_ci)) else None
-        rows.append(row(PAPER, f"pooled lambda_c, {_scale(size)} ({size:,} parameters)", paper_value,
-                        float(fit.wd_c) if estimable else None, profile, fit.n_fit, paper_ci, ci,
-                        note=f"status {fit.status}" + ("" if estimable else f"; bracket {fit.wd_c_bracket}")))
+        quantity, value = f"pooled lambda_c, {_scale(size)} ({size:,} parameters)", float(fit.wd_c) if estimable else None
+        note = f"status {fit.status}" + ("" if estimable else f"; bracket {fit.wd_c_bracket}")
+        rows.append(claim_row(WD_C_CLAIMS[_scale(size)], quantity, value, profile, fit.n_fit, ours_ci=ci, note=note,
+                              horizon=horizon) if _scale(size) in WD_C_CLAIMS else
+                    row(PAPER, quantity, None, value, profile, fit.n_fit, ours_ci=ci, note=note))
     summary = {"profile": profile, "counts": {k: {str(w): v for w, v in c.items()} for k, c in counts.items()},
                "totals": {k: {str(w): v for w, v in c.items()} for k, c in totals.items()}, "fits": fits, "sweep": info}
     write_outputs(out, summary, rows)

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from grok_lightning.plots.common import smoke_scope
 from grok_lightning.stats.lockin import tian_eta, tian_model
 from grok_lightning.sweep.store import SweepStore
+from reproduce.claims import claim
 
 PAPER = "2605.08119"
 TARGETS = ("main", "window", "activation", "eta")
@@ -29,10 +30,6 @@ RHO_THRESHOLD = 0.075
 PAPER_PROTOCOL = {"main": dict(grok=15, control=15, epochs=400, rho_every=1),
                   "relu": dict(grok=15, control=15, epochs=800, rho_every=1),
                   "eta": dict(seeds=5, epochs=600, rho_every=1)}
-P_MAIN = dict(fire_rate_grok=1.0, fire_rate_control=0.0, fire_epoch=174, fire_iqr=(173, 174), late_grok=300.0,
-              late_grok_range=(168, 320), late_control=1.31, late_control_range=(1.25, 1.37), separation=229.0,
-              test_half=102, test_half_iqr=(99, 102), lag_099=35, rho_fire=17, rho_fire_iqr=(17, 18),
-              rho_control_max=0.065)
 #: 5-seed IQR and range of the published sign-match (section 9.3)
 P_SIGN_IQR = {50: ((0.865, 0.875), (0.830, 0.900)), 100: ((0.880, 0.910), (0.880, 0.920)),
               175: ((0.955, 0.965), (0.945, 0.975)), 250: ((0.965, 0.975), (0.965, 0.975)),
@@ -44,15 +41,15 @@ P_WINDOW = {5: dict(grok=3, control=3, fire_epochs=(144, 149, 153), late=(408, 8
             10: dict(grok=1, control=3, fire_epochs=(347,), late=(64, 2.3)),
             20: dict(grok=3, control=0, fire_epochs=(173, 173, 174), late=(285, 1.3)),
             30: dict(grok=3, control=0, fire_epochs=(180, 180, 180), late=(140, 1.2))}
-P_RELU = dict(fire_rate=0.0, late_grok=2.18, separation=1.4, test_099=530, sign_match={100: 0.91, 300: 0.995, 500: 1.000})
-#: eta sweep (section 9.8): lock-in epoch, rho fire, test = 0.5 (None: never), grokked of 5
-P_ETA = {1e-5: dict(lockin=397, rho=542, test=None, grokked=0, late=1.8),
-         5e-5: dict(lockin=280, rho=185, test=312, grokked=5, late=1949),
-         1e-4: dict(lockin=199, rho=20, test=174, grokked=5, late=14.3),
-         2e-4: dict(lockin=173, rho=17, test=101, grokked=5, late=6.8),
-         5e-4: dict(lockin=553, rho=23, test=102, grokked=5, late=20.4)}
-P_ETA_FIT = (0.80, -75.0)  # t_rho = 0.80 t_test - 75, R^2 = 0.87
-P_ETA_LONG = dict(test_half=1094, test_099=1527, rho=527, lockin=640, peak=25.0)
+#: the published 'ReLU' sign-match of seed 0 (reference/claims.csv)
+P_RELU = dict(sign_match={e: claim(f"lock.relu_sign_{e}").value for e in (100, 300, 500)})
+#: the eta sweep (reference/claims.csv): lock-in epoch, rho fire, test = 0.5 (None: never by epoch 600)
+P_ETA = {eta: dict(lockin=claim(f"lock.eta{eta:g}.lockin").value, rho=claim(f"lock.eta{eta:g}.rho").value,
+                   test=None if claim(f"lock.eta{eta:g}.test").count else claim(f"lock.eta{eta:g}.test").value)
+         for eta in (1e-5, 5e-5, 1e-4, 2e-4, 5e-4)}
+#: t_rho = slope t_test + intercept: the slope is a claim; the intercept (-75) is only drawn
+P_ETA_FIT = (claim("lock.eta_fit").value, -75.0)
+P_ETA_LONG = {key: claim(f"lock.long.{key}").value for key in ("test_half", "test_099", "rho", "lockin", "peak")}
 
 
 # --- reading records ------------------------------------------------------------------------------

@@ -104,14 +104,11 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
         points += [(t, p) for t, p in zip(test, rho) if t is not None and p is not None]
         per_eta[f"{eta:g}"] = dict(seeds=[record_seed(r) for r in runs], fire=fires, rho_fire=rho, test_half=test,
                                    grok_epoch_099=grokked, late_300_600=late)
-        p = next((v for k, v in P_ETA.items() if np.isclose(k, eta)), None)
         n, tag = len(runs), f"lock.eta{eta:g}"
         scored = lambda name: f"{tag}.{name}" in load_claims()
         fired = [f for f in fires if f is not None]
         med, ci, level = median_ci(fired)
-        note = f"{len(fired)}/{n} fired by epoch {H}: {fires}" + (
-            f"; late sigma2/sigma3 paper {p['late']} (epochs 300-600), ours {format_number(finite_median(late))} "
-            f"(epochs 300-{H})" if p else "")
+        note = f"{len(fired)}/{n} fired by epoch {H}: {fires}; late sigma2/sigma3 ours {format_number(finite_median(late))} (epochs 300-{H})"
         rows.append(claim_row(f"{tag}.lockin", f"eta sweep eta={eta:g}: median slope fire epoch", med, profile,
                               len(fired), ours_ci=ci, ci_level=level, horizon=H, note=note) if scored("lockin") else
                     row(PAPER, f"eta sweep eta={eta:g}: median slope fire epoch", None, med, profile, len(fired),

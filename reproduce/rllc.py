@@ -32,11 +32,12 @@ import numpy as np
 
 from grok_lightning.plots.common import caption
 from grok_lightning.stats.llc import SGLDSettings, devinterp_version
+from reproduce.claims import claim, claim_row
 from reproduce.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
 PAPER = "2605.20441 rLLC"
-PAPER_R = {"r": 0.462, "ci": [-0.20, 0.82], "n": 11}
+PAPER_R = {"r": claim("rllc.r").value, "ci": list(claim("rllc.r").ci), "n": claim("rllc.r").n}
 SWEEP = "long_horizon.yaml"
 LEAD_SEED, LEAD_WD = 42, 1.0
 PROFILE_SGLD = {
@@ -129,8 +130,8 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
         reason = ("no run of the long-horizon sweep has saved weights" if not usable
                   else "devinterp is not installed (pip install -e '.[llc]')")
         write_outputs(out, {**base, "undefined": f"undefined: {reason}"},
-                      [row(PAPER, "Pearson r, rLLC vs sigma_H over checkpoints", PAPER_R["r"], None, profile, 0,
-                           PAPER_R["ci"], None, note=f"not run: {reason}")])
+                      [claim_row("rllc.r", "Pearson r, rLLC vs sigma_H over checkpoints", None, profile, 0,
+                                 note=f"not run: {reason}")])
         print(f"rllc: not run: {reason}")
         return base
     lead = pick_lead(usable)
@@ -177,10 +178,11 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
     r_note = f"{note}; Spearman rho {corr.get('spearman_rho', float('nan')):.2f}" if "r" in corr else \
         f"{corr['undefined']}; {note}"
     rows = [
-        row(PAPER, "Pearson r, rLLC (attention) vs sigma_H over checkpoints, lead run", PAPER_R["r"], corr.get("r"),
-            profile, corr.get("n"), PAPER_R["ci"], corr.get("ci_95"), note=r_note.strip("; ")),
-        row(PAPER, "Pearson r, same, without checkpoints of negative rLLC (not at a local minimum)", PAPER_R["r"],
-            corr_min.get("r"), profile, corr_min.get("n"), PAPER_R["ci"], corr_min.get("ci_95"),
+        claim_row("rllc.r", "Pearson r, rLLC (attention) vs sigma_H over checkpoints, lead run", corr.get("r"),
+                  profile, corr.get("n"), ours_ci=corr.get("ci_95"), note=r_note.strip("; "), horizon=info["horizon"]),
+        claim_row("rllc.r", "Pearson r, same, without checkpoints of negative rLLC (not at a local minimum)",
+                  corr_min.get("r"), profile, corr_min.get("n"), ours_ci=corr_min.get("ci_95"), horizon=info["horizon"],
+                  sensitivity=True,
             note=(f"excluded epochs {spikes}" if spikes else "none excluded") +
                  ("" if "r" in corr_min else f"; {corr_min['undefined']}")),
         row(PAPER, "compute: rLLC time / sigma_H time per checkpoint (median)", None, median_ratio, profile,
