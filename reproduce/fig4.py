@@ -33,6 +33,7 @@ ALPHA = 0.05
 #: the paper's Fig. 4 values drawn in the figures (reference/claims.csv: bin means read off the figure)
 DH_BINS = (2, 4, 8, 16, 32)
 PAPER_VALUES = {"dh": list(DH_BINS), "peak": [claim(f"fig4.bin_{b}").value for b in DH_BINS],
+                "margin": [claim(f"fig4.bin_{b}").margin for b in DH_BINS],
                 "null": claim("fig4.null").value, "true": claim("fig4.true").value}
 TRUE_DH = 16  # the real-task arm of the paper's null comparison is the canonical d/H = 16
 AFTER = 100  # the paper's amplitude statistic skips the first 100 epochs (reference a3 note)

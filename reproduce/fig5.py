@@ -36,7 +36,8 @@ from reproduce.report import join_notes
 LAPLACE = 0.5
 #: the paper's values drawn in the figure (from reference/claims.csv)
 PAPER_VALUES = {"wd_c": claim("wd.lambda_c").value, "wd_c_ci": list(claim("wd.lambda_c").ci),
-                "nu": claim("wd.nu").value, "nu_ci": list(claim("wd.nu").ci)}
+                "nu": claim("wd.nu").value, "nu_ci": list(claim("wd.nu").ci),
+                "excluded": [claim(c).value for c in ("wd.nu_excludes_0.5", "wd.nu_excludes_0.63")]}
 #: the paper's bins: lambda -> (grokked, runs), from the claims of its Fig. 5A counts
 PAPER_BINS = {float(c.id.removeprefix("wd.bin_")): c.count for c in load_claims().values() if c.id.startswith("wd.bin_")}
 TRANSITION = (0.01, 0.02, 0.03)

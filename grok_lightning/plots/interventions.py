@@ -3,8 +3,6 @@ random-label null) of arXiv 2605.20441."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, finish, plt
@@ -57,7 +55,9 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
     ax.scatter(dh, peak, color="tab:blue", alpha=0.6, label=f"runs (n = {len(peak)})")
     bins = sorted(set(dh.tolist()))
     means = [float(np.mean(peak[dh == b])) for b in bins]
-    ax.plot(bins, means, "o-", color="tab:blue", label="bin mean (population std over heads, as the paper)")
+    half = [_t_half(peak[dh == b]) for b in bins]
+    ax.errorbar(bins, means, yerr=half, fmt="o-", color="tab:blue", capsize=4,
+                label="bin mean, t 95% interval (population std over heads, as the paper)")
     if unbiased is not None and len(unbiased):
         ax.plot(bins, [float(np.mean(unbiased[dh == b])) for b in bins], "o--", color="tab:blue",
                 markerfacecolor="none", label="bin mean, unbiased std over heads")
@@ -66,11 +66,11 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
         if seen.any():
             at = sorted(set(dh[seen].tolist()))
             ax.plot(at, [float(np.mean(real[seen & (dh == b)])) for b in at], "o-.", color=color, markersize=4,
-                    label=f"bin mean, {reading} reading")
+                    label=f"bin mean, {reading} reading (sensitivity)")
         null_peaks = np.asarray(null_peaks, float)[np.isfinite(null_peaks)]
         if len(null_peaks):
             ax.plot([null_dh], [float(np.mean(null_peaks))], "v", color=color, markerfacecolor="none", markersize=8,
-                    label=f"random-label null, {reading} reading (n = {len(null_peaks)})")
+                    label=f"random-label null, {reading} reading (sensitivity, n = {len(null_peaks)})")
     sat = (fit or {}).get("models", {}).get("saturating_exp", {})
     if sat.get("params"):
         p = sat["params"]
@@ -83,7 +83,8 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
             s = float(np.std(null, ddof=1))
             ax.axhspan(m - s, m + s, color="grey", alpha=0.2, label=f"random-label null {m:.3f} +- {s:.3f} sd (n = {len(null)})")
         ax.axhline(m, color="grey", linestyle=":", label=None if len(null) > 1 else f"random-label null {m:.3f} (n = 1)")
-    ax.plot(paper["dh"], paper["peak"], **PAPER_STYLE, marker="s", label="paper bin means (read off Fig. 4)")
+    ax.errorbar(paper["dh"], paper["peak"], yerr=paper.get("margin"), **PAPER_STYLE, marker="s", capsize=3,
+                label="paper bin means (read off Fig. 4), +- the equivalence margin")
     ax.axhline(paper["null"], color="black", linestyle="--", linewidth=0.8, label=f"paper null {paper['null']}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("head width d/H (log2)")
@@ -95,30 +96,42 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
     return fig
 
 
+def _t_half(x: np.ndarray) -> float:
+    """Half-width of the t 95% interval of a mean (0 for fewer than 2 values)."""
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(0.975, len(x) - 1) * np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
+
+
 def figure_head_width_curves(records: list[dict], paper: dict, caption_text: str, after: int = 100):
-    """The trajectories behind Fig. 4: every run's sigma_H (top) and s_bar (bottom) against epoch,
-    coloured by head count, the random-label null dashed, and the paper's Fig. 4 bin mean at each
-    run's d/H dotted, so that a reader sees whether the scored maximum is a peak."""
-    fig, axes = plt.subplots(2, 1, figsize=(11.5, 7.5), sharex=True)
-    heads = sorted({r["config"]["model"]["n_heads"] for r in records})
-    colors = dict(zip(heads, plt.cm.viridis(np.linspace(0, 0.9, len(heads)))))
+    """The trajectories behind Fig. 4 as small multiples: one column per head count and one for the
+    random-label null, each run's sigma_H (top) and s_bar (bottom) against epoch, one colour per
+    seed, the paper's Fig. 4 bin mean at that d/H dotted, so that a reader sees whether each scored
+    maximum is a peak."""
+    groups = sorted({(bool(r["config"]["data"].get("random_labels")), r["config"]["model"]["n_heads"]) for r in records})
+    fig, axes = plt.subplots(2, len(groups), figsize=(2.6 * len(groups) + 1.5, 6.5), sharex=True, sharey="row",
+                             squeeze=False)
+    seeds = sorted({r["config"]["seed"] for r in records})
+    colors = dict(zip(seeds, plt.cm.tab10(np.arange(len(seeds)) % 10)))
     paper_peak = dict(zip(paper["dh"], paper["peak"]))
-    seen = Counter()  # seeds of one head count share its colour; each further seed is fainter
-    for r in sorted(records, key=lambda r: r["config"]["seed"]):
-        h, m = r["history"], r["config"]["model"]
-        null, d_head = bool(r["config"]["data"].get("random_labels")), m["d_model"] // m["n_heads"]
-        alpha = (1.0, 0.55, 0.35, 0.25, 0.2)[min(seen[(m["n_heads"], null)], 4)]
-        seen[(m["n_heads"], null)] += 1
-        style = dict(color=colors[m["n_heads"]], linewidth=0.9, linestyle="--" if null else "-", alpha=alpha)
-        label = f"H {m['n_heads']} (d/H {d_head}), seed {r['config']['seed']}{', random labels' if null else ''}"
-        axes[0].plot(*history_curve(h, "entropy_std"), label=label, **style)
-        axes[1].plot(*history_curve(h, "mean_similarity"), **style)
-        if not null and d_head in paper_peak:
-            axes[0].axhline(paper_peak[d_head], color=colors[m["n_heads"]], linestyle=":", linewidth=0.8)
-    axes[0].axvline(after, color="grey", linewidth=0.6)
-    axes[0].set_ylabel(r"$\sigma_H$ (dotted: paper's Fig. 4 bin mean at that d/H)", fontsize=9)
-    axes[1].set_ylabel(r"$\bar s$", fontsize=9)
-    axes[1].set_xlabel(f"epoch (grey: the peak statistic starts after epoch {after})")
-    # beside the panel, not on it: with every run drawn, a legend inside hides the peaks it labels
-    axes[0].legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return finish(fig, "Fig. 4 trajectories: sigma_H and s_bar by head count", caption_text, bottom=0.11)
+    for col, (null, heads) in enumerate(groups):
+        top, bottom = axes[0][col], axes[1][col]
+        runs = [r for r in records if (bool(r["config"]["data"].get("random_labels")), r["config"]["model"]["n_heads"])
+                == (null, heads)]
+        d_head = runs[0]["config"]["model"]["d_model"] // heads
+        for r in sorted(runs, key=lambda r: r["config"]["seed"]):
+            style = dict(color=colors[r["config"]["seed"]], linewidth=0.9, label=f"seed {r['config']['seed']}")
+            top.plot(*history_curve(r["history"], "entropy_std"), **style)
+            bottom.plot(*history_curve(r["history"], "mean_similarity"), **style)
+        if null:
+            top.axhline(paper["null"], color="black", linestyle=":", linewidth=1, label=f"paper null {paper['null']:g}")
+        elif d_head in paper_peak:
+            top.axhline(paper_peak[d_head], color="black", linestyle=":", linewidth=1,
+                        label=f"paper bin mean {paper_peak[d_head]:g}")
+        top.axvline(after, color="grey", linewidth=0.6)
+        top.set_title(f"{'random labels, ' if null else ''}H {heads} (d/H {d_head}), n = {len(runs)}", fontsize=9)
+        top.legend(fontsize=6, loc="upper right")
+        bottom.set_xlabel("epoch")
+    axes[0][0].set_ylabel(r"$\sigma_H$ (grey: the peak statistic starts after epoch " + f"{after})", fontsize=8)
+    axes[1][0].set_ylabel(r"$\bar s$", fontsize=9)
+    return finish(fig, "Fig. 4 trajectories: sigma_H and s_bar per head count", caption_text, bottom=0.16)

@@ -94,9 +94,16 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
         ax_b.loglog(xs, nu_fit.A * xs ** (-nu_fit.nu), color="tab:blue",
                     label=f"fit: $\\nu$ = {nu_fit.nu:.3f} [{nlo:.3f}, {nhi:.3f}]")
         x0, y0 = np.exp(np.mean(np.log(x))), np.exp(np.mean(np.log(t_grok[keep])))
-        for exponent, style in ((0.5, ":"), (0.63, "-.")):
+        excluded = paper_values.get("excluded", (0.5, 0.63))
+        for exponent, style in zip(excluded, (":", "-.")):
             ax_b.loglog(xs, y0 * (xs / x0) ** (-exponent), color="grey", linestyle=style, linewidth=1,
-                        label=f"reference exponent {exponent}")
+                        label=f"reference exponent {exponent:g}")
+        held = [f"{e:g}" for e in excluded if nlo <= e <= nhi]
+        verdicts = "; ".join(f"{e:g}: {'inside' if f'{e:g}' in held else 'outside'}" for e in excluded)
+        ax_b.text(0.02, 0.02, f"the paper's $\\nu$ interval [{paper_values['nu_ci'][0]}, {paper_values['nu_ci'][1]}] "
+                  f"excludes {' and '.join(f'{e:g}' for e in excluded)}\nours [{nlo:.3f}, {nhi:.3f}]: {verdicts}",
+                  transform=ax_b.transAxes, fontsize=7, va="bottom", ha="left",
+                  bbox=dict(facecolor="white", alpha=0.8, linewidth=0.5))
         # the paper's slope through the same anchor: its A belongs to its own lambda_c, not ours
         ax_b.loglog(xs, y0 * (xs / x0) ** (-paper_values["nu"]), **PAPER_STYLE,
                     label=f"paper slope $\\nu$ = {paper_values['nu']} [{paper_values['nu_ci'][0]}, {paper_values['nu_ci'][1]}]")
