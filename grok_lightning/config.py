@@ -342,6 +342,9 @@ def parser_error_line(message: str) -> str:
     key = ".".join(re.findall(r'Parser key "([^"]+)"', text))
     klass = re.search(r"Problem with given class_path '([^']+)'", text)
     owner = klass.group(1).rpartition(".")[2] if klass else None
+    match = re.search(r"(YAML '.*?': (?:key .* written twice|expands to more than).*?; (?:keep one|refused))", text)
+    if match:  # parser_yaml_load refused an inline config, a nested file or a value
+        return f"--{key or 'config'}: {match.group(1)}"
     match = re.search(r"Importing '([^']+)' is not allowed", text)
     if match:  # jsonargparse's import policy (secure_parsing): a class, callable or type not trusted
         named = match.group(1)

@@ -64,6 +64,7 @@ def workdir(tmp_path, monkeypatch):
     from grok_lightning.sweep.store import SweepStore
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `python -m` does: payload.py below is importable
     base = write(tmp_path / "base.yaml", base_config())
     write(tmp_path / "empty.yaml", "")
     write(tmp_path / "syntax.yaml", "model: {init_args: [1,\n")
@@ -100,16 +101,27 @@ def workdir(tmp_path, monkeypatch):
     (tmp_path / "separable_fit.json").write_text(json.dumps(
         {"wd_c": 0.05, "status": "separable", "separable": True, "wd_c_bracket": [0.01, 0.1]}))
     write(tmp_path / "twice.yaml", "trainer:\n  max_epochs: 5\n  max_epochs: 50\n")
-    write(tmp_path / "bomb.yaml", "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)))
+    write(tmp_path / "bomb.yaml", BOMB)
     write(tmp_path / "sweep_twice.yaml", "base: base.yaml\ngrid:\n  wd: [0.1]\n  wd: [1.0]\n")
     write(tmp_path / "a_file", "not a folder\n")
+    # a user's module next to the configs: importing it would create the sentinel
+    write(tmp_path / "payload.py", f"open({str(tmp_path / SENTINEL)!r}, 'w')\ndef f(*args):\n    pass\nclass Cb:\n    pass\n")
+    write(tmp_path / "lambda.yaml", "trainer:\n  callbacks:\n    - class_path: lightning.pytorch.callbacks.LambdaCallback\n"
+                                    "      init_args: {on_fit_start: payload.f}\n")
+    write(tmp_path / "cb.yaml", "class_path: payload.Cb\n")
+    write(tmp_path / "nested.yaml", "trainer:\n  callbacks: [cb.yaml]\n")
+    write(tmp_path / "cb_twice.yaml", "class_path: lightning.pytorch.callbacks.LambdaCallback\n"
+                                      "class_path: lightning.pytorch.callbacks.LambdaCallback\n")
+    write(tmp_path / "nested_twice.yaml", "trainer:\n  callbacks: [cb_twice.yaml]\n")
     SweepStore(tmp_path / "bad_plan").initialize(sweep, expand(sweep))
     (tmp_path / "bad_plan" / "plan.json").write_text(json.dumps({"runs": [1, 2]}))
     return tmp_path
 
 
 FIT = ["fit", "--config", "base.yaml"]
+#: nested aliases: 10**9 values from nine lines
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
 #: id -> (argv, text the one error line must contain: the field or the file)
 CASES = {
     # the config parser: unknown keys, wrong types, files
@@ -160,6 +172,15 @@ CASES = {
     "two devices": (FIT + ["--trainer.devices", "2", "--trainer.accelerator", "cpu"], "trainer.devices"),
     "a YAML key twice": (["fit", "--config", "twice.yaml"], "max_epochs"),
     "a YAML alias bomb": (["fit", "--config", "bomb.yaml"], "bomb.yaml"),
+    "an inline YAML alias bomb": (FIT + ["--config", BOMB], "expands to more than"),
+    "an inline YAML key twice": (FIT + ["--config", "{trainer: {max_epochs: 5, max_epochs: 50}}"], "'max_epochs' written twice"),
+    "a nested config file with a key twice": (FIT + ["--config", "nested_twice.yaml"], "'class_path' written twice"),
+    # code: only this package, Lightning, torch and torchmetrics, unless --trust-code says so
+    "a callable from a user's module": (FIT + ["--config", "lambda.yaml"], "on_fit_start='payload.f'"),
+    "a nested config file naming a user's class": (FIT + ["--config", "nested.yaml"], "'payload.Cb'"),
+    "a user's class on the command line": (FIT + ["--trainer.callbacks+=payload.Cb"], "'payload.Cb'"),
+    "--trust-code without a module": (FIT + ["--trust-code"], "--trust-code"),
+    "--trust-code not a module name": (FIT + ["--trust-code", "../x"], "--trust-code"),
     # checkpoints
     "ckpt_path best": (FIT + ["--ckpt_path", "best"], "ckpt_path"),
     "ckpt_path hpc": (FIT + ["--ckpt_path", "hpc"], "ckpt_path"),
