@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -179,21 +180,102 @@ def last_epoch(record: dict) -> int | None:
     return epochs[-1] if epochs else None
 
 
+#: the largest record read (the largest written here, a 10,000-epoch run with every reading, is a
+#: few MB): a bigger file is refused before it is parsed, not read into memory
+MAX_RECORD_BYTES = 32 * 2**20
+
+
 def load_record(path: str | os.PathLike) -> dict:
-    """Load one record; raise ``ValueError`` naming the file if it is not a valid record."""
+    """Load one record; raise ``ValueError`` (one line naming the file, and the field) if it is not
+    a valid record: a record is data from anywhere, checked against :func:`record_problem`."""
     from grok_lightning.config import ConfigError  # a ValueError: one line wherever it surfaces
 
     path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_RECORD_BYTES:
+        raise ConfigError(f"{path}: {size / 2**20:,.0f} MB, more than a record's {MAX_RECORD_BYTES // 2**20} MB; refused")
     try:
         with open(path) as handle:
             record = json.load(handle)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(record, dict) or "status" not in record or not isinstance(record.get("config"), dict):
-        raise ConfigError(f"{path}: not a grok_lightning run record (missing status/config)")
-    if not isinstance(record.get("history", {}), dict):
-        raise ConfigError(f"{path}: not a grok_lightning run record (history is not a mapping of columns)")
+    problem = record_problem(record)
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}")
     return record
+
+
+# --- the record's schema -----------------------------------------------------------------------
+# Hand-written: no schema library is among the dependencies, and a record's open-ended parts
+# (history columns and the callbacks' extra fields) need only the few rules below.
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+#: field -> (check, what it must be); ``None`` is allowed for every field but ``status``
+_FIELDS = {
+    "status": (lambda v: v in STATUSES, f"one of {', '.join(STATUSES)}"),
+    "schema_version": (_count, "an integer >= 0"),
+    "run_id": (lambda v: isinstance(v, str), "a string"),
+    "name": (lambda v: isinstance(v, str), "a string"),
+    "error": (lambda v: isinstance(v, str), "a string"),
+    "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "final_train_acc": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "final_test_acc": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "final_train_loss": (_number, "a number"),
+    "final_test_loss": (_number, "a number"),
+    "wall_time_s": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "cpu_time_s": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "config.wd": (lambda v: _number(v) and v >= 0, "a number >= 0"),
+    "config.seed": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "config.max_epochs": (_count, "an integer >= 0"),
+}
+#: a top-level field named like an epoch (grok_epoch, final_epoch, lockin_fire_epoch_w10...)
+_EPOCH_FIELD = re.compile(r"(^|_)epoch(_w\d+)?$")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def record_problem(record) -> str | None:
+    """Why ``record`` is not a valid run record (``field=value: expected ...``), or ``None``.
+
+    >>> record_problem({"status": "completed", "config": {}, "grok_epoch": "12"})
+    "grok_epoch='12': expected an integer >= 0 or null"
+    >>> record_problem({"status": "completed", "config": {}, "history": {"epoch": [1, 2], "test_acc": [0.5]}})
+    'history.test_acc: 1 values for 2 epochs'
+    """
+    if not isinstance(record, dict) or not isinstance(record.get("config"), dict) or "status" not in record:
+        return "not a grok_lightning run record (missing status/config)"
+    for field, (check, expected) in _FIELDS.items():
+        section, _, key = field.rpartition(".")
+        value = (record[section] if section else record).get(key)
+        if value is None and field == "status" or value is not None and not check(value):
+            return f"{field}={_short(value)}: expected {expected}{'' if field == 'status' else ' or null'}"
+    for field, value in record.items():
+        if _EPOCH_FIELD.search(field) and value is not None and not _count(value):
+            return f"{field}={_short(value)}: expected an integer >= 0 or null"
+    history = record.get("history", {})
+    if not isinstance(history, dict):
+        return "history: not a mapping of columns"
+    epochs = history.get(EPOCH, [])
+    if not isinstance(epochs, list) or not all(_count(e) for e in epochs):
+        return f"history.epoch={_short(epochs)}: expected a list of integers >= 0"
+    for key, column in history.items():
+        if not isinstance(column, list):
+            return f"history.{key}={_short(column)}: expected a list"
+        if len(column) != len(epochs):
+            return f"history.{key}: {len(column)} values for {len(epochs)} epochs"
+        bad = next((v for v in column if v is not None and not _number(v)), None)
+        if bad is not None:
+            return f"history.{key}: value {_short(bad)}: expected a number or null"
+    return None
 
 
 def iter_records(root: str | os.PathLike) -> Iterator[tuple[Path, dict]]:

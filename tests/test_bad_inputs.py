@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,12 @@ def workdir(tmp_path, monkeypatch):
             record = {"status": "completed", "config": {"wd": wd, "seed": seed}, "grok_epoch": 100 if wd >= 0.1 else None}
             (runs / f"{wd}_{seed}").mkdir(parents=True)
             (runs / f"{wd}_{seed}" / "record.json").write_text(json.dumps(record))
+    # records that break the schema: a grok epoch as a string, a history value as a string
+    for name, change in (("string_grok_epoch", {"grok_epoch": "12"}),
+                         ("string_history", {"history": {"epoch": [1], "test_acc": ["0.9"]}})):
+        shutil.copytree(runs, tmp_path / name)
+        record = {"status": "completed", "config": {"wd": 0.1, "seed": 0}, "grok_epoch": 100, **change}
+        (tmp_path / name / "0.1_0" / "record.json").write_text(json.dumps(record))
     (tmp_path / "separable_fit.json").write_text(json.dumps(
         {"wd_c": 0.05, "status": "separable", "separable": True, "wd_c_bracket": [0.01, 0.1]}))
     write(tmp_path / "twice.yaml", "trainer:\n  max_epochs: 5\n  max_epochs: 50\n")
@@ -213,6 +220,10 @@ CASES = {
     "analyze missing directory": (["analyze", "critical-wd", "nowhere", "--out", "fit.json"], "nowhere"),
     "analyze --where without =": (["analyze", "critical-wd", "records", "--where", "wd", "--out", "fit.json"], "--where"),
     "analyze unknown method": (["analyze", "critical-wd", "records", "--method", "mle", "--out", "fit.json"], "--method"),
+    "analyze a record whose grok_epoch is a string": (["analyze", "critical-wd", "string_grok_epoch", "--out", "fit.json"],
+                                                      "0.1_0/record.json: grok_epoch='12'"),
+    "analyze a record whose history holds a string": (["analyze", "critical-wd", "string_history", "--out", "fit.json"],
+                                                      "0.1_0/record.json: history.test_acc"),
 }
 
 

@@ -252,6 +252,29 @@ def test_yaml_keys_written_twice_and_alias_bombs_are_one_line(tmp_path):
     assert read_yaml(merged, "config")["use"] == {"a": 1, "b": 3}
 
 
+def test_a_record_that_breaks_its_schema_or_size_never_counts(finished, monkeypatch, capsys):
+    """A record is data: checked on every read (types, ranges, a size cap); a bad one is one line
+    naming the file and the field, never a completed run, never a point of a fit."""
+    from grok_lightning import records
+    from grok_lightning.cli import main
+
+    path = next(finished.rglob("record.json"))
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "grok_epoch": "12"}))
+    assert main(["sweep", "status", str(finished), "--runs"]) == 0
+    out = capsys.readouterr().out
+    assert "done 0" in out and "unreadable 1" in out and "grok_epoch='12'" in out, out
+    assert main(["analyze", "critical-wd", str(finished / "runs"), "--out", str(finished / "fit.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "grok_epoch='12'" in err[0], err
+    assert not (finished / "fit.json").exists()
+    path.write_text(json.dumps(record))
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", path.stat().st_size - 1)
+    assert main(["sweep", "status", str(finished), "--runs"]) == 0
+    out = capsys.readouterr().out
+    assert "done 0" in out and "unreadable 1" in out and "refused" in out, out
+
+
 def test_sweep_status_only_reads(finished, capsys):
     from grok_lightning.sweep.cli import main
 
@@ -275,16 +298,20 @@ def test_a_full_disk_or_read_only_folder_is_one_line(tmp_path, capfd, monkeypatc
     assert len(err) == 1 and error.strerror in err[0] and error.filename in err[0], err
 
 
-def test_a_bad_record_under_no_train_names_the_file(tmp_path):
+@pytest.mark.parametrize("damage, expected", [("truncated", "not valid JSON"), ("a number as a string", "final_test_acc='0.9'")])
+def test_a_bad_record_under_no_train_names_the_file(tmp_path, damage, expected):
     import shutil
 
     shutil.copytree(REPO / "results" / "medium" / "fig2", tmp_path / "fig2")
     broken = sorted((tmp_path / "fig2" / "sweep" / "runs").glob("*/record.json"))[0]
-    broken.write_text('{"status": "completed", "config": ')
+    if damage == "truncated":
+        broken.write_text('{"status": "completed", "config": ')
+    else:
+        broken.write_text(json.dumps({**json.loads(broken.read_text()), "final_test_acc": "0.9"}))
     done = subprocess.run([sys.executable, "-m", "reproduce.fig2", "--profile", "medium", "--out", str(tmp_path),
                            "--no-train"], capture_output=True, text=True, cwd=REPO, timeout=300)
     lines = done.stderr.strip().splitlines()
-    assert done.returncode != 0 and len(lines) == 1 and str(broken) in lines[0] and "not valid JSON" in lines[0], lines
+    assert done.returncode != 0 and len(lines) == 1 and str(broken) in lines[0] and expected in lines[0], lines
 
 
 def test_records_get_the_users_file_mode(tmp_path):
