@@ -275,11 +275,28 @@ def test_a_record_that_breaks_its_schema_or_size_never_counts(finished, monkeypa
     assert "done 0" in out and "unreadable 1" in out and "refused" in out, out
 
 
-def test_sweep_status_only_reads(finished, capsys):
+def test_sweep_status_only_reads(finished, capsys, monkeypatch):
+    """Not index.json, not the lock (a record that says running makes status ask whether a sweep
+    holds it): nothing is opened for writing, so a read-only folder works."""
+    import os
+
     from grok_lightning.sweep.cli import main
 
     (finished / "index.json").unlink(missing_ok=True)
+    record_path = next(finished.rglob("record.json"))
+    record_path.write_text(json.dumps({**json.loads(record_path.read_text()), "status": "running"}))
+    writes, real_open = [], os.open
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def spy(path, flags, *args, **kwargs):
+        if flags & write_flags and str(finished) in os.path.abspath(str(path)):
+            writes.append(str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
     assert main(["status", str(finished)]) == 0
+    assert "no sweep is running here" in capsys.readouterr().out
+    assert not writes, f"status opened for writing: {writes}"
     assert not (finished / "index.json").exists(), "status wrote into the folder"
 
 

@@ -84,10 +84,28 @@ class SweepLock:
             return {}
 
     def is_held_by_live_process(self) -> bool:
+        """Whether a live sweep holds the lock, asked without writing: ``sweep status`` only reads,
+        and works on a read-only folder. A shared ``flock`` on a read-only descriptor conflicts with
+        the holder's exclusive one (filelock's, on Unix); filelock itself opens the file for writing,
+        hence this probe by hand. Without ``fcntl`` (Windows) filelock's own probe is used."""
         if self.held:
             return True
-        if not self.path.exists():  # no sweep ever ran here: create nothing
+        if not self.path.is_file() or self.path.is_symlink():  # no sweep ever ran here
             return False
+        try:
+            import fcntl
+        except ImportError:
+            return self._probe_with_filelock()
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing releases a shared lock taken here
+        return False
+
+    def _probe_with_filelock(self) -> bool:
         probe = FileLock(self.path, timeout=0)
         try:
             probe.acquire()
