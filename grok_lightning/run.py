@@ -275,6 +275,10 @@ class GrokCLI(LightningCLI):
         grok = GrokDetector(**self._section("grok"))
         contributors = [grok]
         if run.diagnostics and hasattr(self.model, "has_attention"):
+            heads = getattr(self.model.hparams, "n_heads", None)
+            require(not (self.model.has_attention and heads == 1), "model.n_heads", heads,
+                    "the attention diagnostics compare heads (s_bar, spectral gap, PR_norm) and need at least 2; "
+                    "--run.diagnostics false trains one head without them")
             contributors.append(AttentionDiagnostics(**self._section("diagnostics"), grok=grok))
         contributors += [c for c in extra if callable(getattr(c, "contribute", None))]
         consumers = [c for c in extra if callable(getattr(c, "on_evaluation_end", None))] + progress + [recorder]

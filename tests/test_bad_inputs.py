@@ -167,6 +167,7 @@ CASES = {
     "div with p not prime": (FIT + ["--data.operation", "div", "--data.p", "24"], "data.p"),
     "train fraction 1.5": (FIT + ["--data.train_fraction", "1.5"], "data.train_fraction"),
     "n_heads not dividing d_model": (FIT + ["--model.n_heads", "3"], "model.n_heads"),
+    "one head with the attention diagnostics": (FIT + ["--model.n_heads", "1"], "model.n_heads=1"),
     "betas >= 1": (FIT + ["--model.betas", "[0.9, 1.5]"], "model.betas"),
     "grok threshold 2": (FIT + ["--grok.threshold", "2"], "grok.threshold"),
     "accelerator foo": (FIT + ["--trainer.accelerator", "foo"], "accelerator"),

@@ -160,6 +160,27 @@ def test_non_finite_or_negative_attention_at_valid_tokens_is_refused():
     assert torch.isfinite(masked_attention_statistics([padded_nan], mask)["entropy_std"])
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda a: a[:, :1], "need at least 2 heads per layer, got 1"),
+    (lambda a: a[:0], "holds no value"),
+    (lambda a: a.index_fill(2, torch.tensor([1]), float("nan")), "NaN or inf"),
+    (lambda a: a - 0.5, "negative entries"),
+], ids=["one head", "empty batch", "NaN", "negative probabilities"])
+def test_the_raw_metric_refuses_what_it_cannot_measure(make, message):
+    """AttentionStatistics (and the functional form): one clear error, never a NaN, a 0.0 or a
+    _LinAlgError from the eigensolver."""
+    from grok_lightning.metrics import AttentionStatistics
+    from grok_lightning.metrics.functional import attention_statistics
+
+    a = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)).softmax(-1)
+    metric = AttentionStatistics()
+    with pytest.raises(ValueError, match=message):
+        metric.update([make(a)])
+        metric.compute()
+    with pytest.raises(ValueError, match=message):
+        attention_statistics([make(a)])
+
+
 def test_empty_data_and_no_valid_token_are_clear_errors():
     model = seq_first_encoder()
     with pytest.raises(ValueError, match="eval_data is empty"):

@@ -106,6 +106,7 @@ def _attention_state_update(attentions: Attentions, eps: float = EPS, per_exampl
     example and layer), which only the ``per_example`` PR construction reads.
     """
     a = _as_layer_tensor(attentions)
+    check_probabilities(a)
     n_layers, batch, n_heads, t_q, t_k = a.shape
     pr = _pr_state_update(a, per_example)  # the Gram of the flattened head patterns, and the PR sums
     row_entropy = -(a * torch.log(a + eps)).sum(-1)  # (L, B, H, T_q), nats
@@ -120,6 +121,24 @@ def _attention_state_update(attentions: Attentions, eps: float = EPS, per_exampl
         example_r_sum=pr.example_r_sum,
         n_examples=pr.n_examples,
     )
+
+
+def check_probabilities(a: Tensor) -> None:
+    """Attention the diagnostics can measure, or one clear ``ValueError``: at least one example and
+    one token, finite (NaN would surface later as an eigensolver that fails to converge) and
+    non-negative (softmax probabilities)."""
+    if a.numel() == 0:
+        raise ValueError(f"attention of shape {tuple(a.shape)} (L, B, H, T, T) holds no value (an empty batch?): "
+                         "nothing to measure")
+    if not bool(torch.isfinite(a).all()):
+        raise ValueError("attention holds NaN or inf (a diverged model, or padding that no mask covers): the "
+                         "diagnostics measure probabilities")
+    if bool((a < 0).any()):
+        raise ValueError(f"attention has negative entries (min {float(a.min()):.3g}): not softmax probabilities")
+
+
+#: diagnostics that compare heads with each other: undefined for one head per layer
+NEEDS_TWO_HEADS = ("mean_similarity", "spectral_gap", "pr_norm")
 
 
 def attention_pr_state(state: AttentionState, construction: str = DEFAULT_PR_CONSTRUCTION) -> Optional[PRState]:
@@ -166,17 +185,17 @@ def _attention_statistics_compute(
     if gram.dim() != 3:
         raise RuntimeError("no attention has been accumulated yet")
     n_layers, n_heads = gram.shape[0], gram.shape[-1]
+    if n_heads < 2 and set(NEEDS_TWO_HEADS) & set(keys):
+        raise ValueError(f"{', '.join(k for k in NEEDS_TWO_HEADS if k in keys)} compare heads: they need at least 2 "
+                         f"heads per layer, got {n_heads}")
     nan = torch.full((n_layers,), float("nan"), dtype=gram.dtype, device=gram.device)
     out: Dict[str, Tensor] = {}
     if {"mean_similarity", "spectral_gap"} & set(keys):
         cos = _cosine_from_gram(gram, eps)
-        if n_heads < 2:
-            out["mean_similarity"] = out["spectral_gap"] = nan
-        else:
-            off_diag = cos.sum(dim=(-2, -1)) - torch.diagonal(cos, dim1=-2, dim2=-1).sum(-1)
-            out["mean_similarity"] = off_diag / (n_heads * (n_heads - 1))
-            eig = torch.linalg.eigvalsh(0.5 * (cos + cos.transpose(-2, -1)))
-            out["spectral_gap"] = eig[..., -1] - eig[..., -2]
+        off_diag = cos.sum(dim=(-2, -1)) - torch.diagonal(cos, dim1=-2, dim2=-1).sum(-1)
+        out["mean_similarity"] = off_diag / (n_heads * (n_heads - 1))
+        eig = torch.linalg.eigvalsh(0.5 * (cos + cos.transpose(-2, -1)))
+        out["spectral_gap"] = eig[..., -1] - eig[..., -2]
     if {"entropy_std", "entropy_mean", "entropy_range"} & set(keys):
         ent = entropy_sum / n_rows  # (L, H): one entropy per head
         out["entropy_std"] = ent.std(dim=-1, correction=0)
