@@ -19,7 +19,7 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
-from reproduce.claims import claim_row
+from reproduce.claims import claim, claim_row
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import row
 
@@ -41,7 +41,8 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     details = (f"{info['text']}\nsizes (parameters) {sizes}; collapse = no grok and s_bar >= {criterion.s_bar_min} "
                f"and sigma_H <= {criterion.sigma_h_max} at the horizon\nsmallest-size runs: {describe(small[0])}")
     differs = None if profile == "paper" else "model sizes and horizon (paper: 0.82M, 19M, 85M x 5,000 epochs)"
-    fig = figure_regime_map(points, wd_c, caption(profile, details, differs, figure="fig1"))
+    fig = figure_regime_map(points, wd_c, caption(profile, details, differs, figure="fig1"),
+                            paper_wd_c=claim("wd.lambda_c").value)
     fig.savefig(out / "fig1_regime_map.png", dpi=130)
     at_10 = [r for r in records if r["config"]["wd"] >= 5]
     collapsed = [r for r in at_10 if classify_run(r, criterion) == "collapse"]

@@ -30,7 +30,6 @@ import json
 import warnings
 from pathlib import Path
 
-from grok_lightning.plots.lockin import PUBLISHED_SIGN_MATCH
 from grok_lightning.records import _json_safe
 from grok_lightning.stats.lockin import finite_median
 from reproduce.common import cli, parse_args, sweep_records, write_outputs
@@ -38,6 +37,7 @@ from reproduce.lockin_activation import target_activation
 from reproduce.lockin_common import (
     P_MEDIAN_ABS_COS,
     P_RELU,
+    P_SIGN_MEDIAN,
     P_SIGN_SEED0,
     PAPER,
     T6_EPOCHS,
@@ -69,15 +69,17 @@ def notes_text(summary: dict, profile: str) -> str:
         for e in T6_EPOCHS:
             s = t6.get(str(e), {})
             lines.append(f"| {e} | {format_number(finite_median(s.get('paper_mode_seeds0_4', [])))} (n={len(s.get('paper_mode_seeds0_4', []))}) | "
-                         f"{PUBLISHED_SIGN_MATCH[e]} | {format_number(min(s.get('exact_all') or [float('nan')]))} "
+                         f"{P_SIGN_MEDIAN[e]} | {format_number(min(s.get('exact_all') or [float('nan')]))} "
                          f"(n={len(s.get('exact_all', []))}) | {format_number(s.get('paper_mode_seed0'))} ({P_SIGN_SEED0[e]}) | "
                          f"{format_number(s.get('frac_neg_B_pos_cos_median'))} | "
                          f"{format_number(s.get('median_abs_cos_median'))} ({P_MEDIAN_ABS_COS[e]}) |")
         lines.append("")
     else:
         lines += ["(The main target did not run in this invocation.)", ""]
-    lines += ["**2. The ReLU replay.** The published 'ReLU' values 0.91 / 0.995 / 1.000 at epochs 100 / 300 / 500 equal "
-              "Xu's x^2 seed-0 values (0.91 at 100, 0.995 at 300): the published theorem6_verify.py rebuilds the network "
+    relu = P_RELU["sign_match"]
+    lines += [f"**2. The ReLU replay.** The published 'ReLU' values {' / '.join(format_number(v) for v in relu.values())} "
+              f"at epochs {' / '.join(map(str, relu))} equal Xu's x^2 seed-0 values ({P_SIGN_SEED0[100]} at 100, "
+              f"{P_SIGN_SEED0[300]} at 300): the published theorem6_verify.py rebuilds the network "
               "without passing the activation, so it defaults to x^2 and replays the x^2 run.", ""]
     if act:
         t6 = act["theorem6"]
@@ -97,7 +99,8 @@ def notes_text(summary: dict, profile: str) -> str:
               "f_j^T P_eta,-jl f_l = eta S_jl / det(I - S) with det(I - S) > 0 (a 2 x 2 Schur complement), so the sign rule is "
               "an algebraic identity: 1.000 for any features, activation and eta > 0. Here it is "
               f"{format_number(min(exact_min) if exact_min else None)} (minimum over {len(exact_min)} run-epoch values, x^2 and ReLU). "
-              "It is a correctness check of the implementation, not an empirical finding; the paper's 0.865 -> 0.985 rise "
+              f"It is a correctness check of the implementation, not an empirical finding; the paper's {P_SIGN_MEDIAN[50]} -> "
+              f"{P_SIGN_MEDIAN[300]} rise "
               "measures the raw-cosine version above.", ""]
     return "\n".join(lines)
 

@@ -1,5 +1,5 @@
 """What the spectral lock-in targets share: the published values (Xu 2026, arXiv 2605.08119,
-PAPER_SPECTRAL_LOCKIN.md section 9), readers of Tian-run records, and captions built from the
+reference/claims.csv), readers of Tian-run records, and captions built from the
 runs' own configs. The targets are reproduce/lockin_main.py (main figure, window sweep),
 lockin_activation.py (x^2 vs ReLU) and lockin_eta.py (eta sweep); reproduce/lockin.py runs them.
 """
@@ -25,30 +25,26 @@ WINDOWS = (5, 10, 20, 30)
 T6_EPOCHS = (50, 100, 175, 250, 300)
 RHO_THRESHOLD = 0.075
 
-# --- published values (PAPER_SPECTRAL_LOCKIN.md section 9) -------------------------------------
-#: the protocol of the paper, to say what a profile changes
-PAPER_PROTOCOL = {"main": dict(grok=15, control=15, epochs=400, rho_every=1),
-                  "relu": dict(grok=15, control=15, epochs=800, rho_every=1),
-                  "eta": dict(seeds=5, epochs=600, rho_every=1)}
-#: 5-seed IQR and range of the published sign-match (section 9.3)
-P_SIGN_IQR = {50: ((0.865, 0.875), (0.830, 0.900)), 100: ((0.880, 0.910), (0.880, 0.920)),
-              175: ((0.955, 0.965), (0.945, 0.975)), 250: ((0.965, 0.975), (0.965, 0.975)),
-              300: ((0.980, 0.990), (0.965, 0.995))}
-P_SIGN_SEED0 = {50: 0.83, 100: 0.91, 175: 0.975, 250: 0.975, 300: 0.995}
-P_MEDIAN_ABS_COS = {50: 0.20, 100: 0.22, 175: 0.40, 250: 0.59, 300: 0.64}
-#: window sweep, seeds 0-2 (section 9.5): grok fires, control fires, late grok, late control
-P_WINDOW = {5: dict(grok=3, control=3, fire_epochs=(144, 149, 153), late=(408, 8.0)),
-            10: dict(grok=1, control=3, fire_epochs=(347,), late=(64, 2.3)),
-            20: dict(grok=3, control=0, fire_epochs=(173, 173, 174), late=(285, 1.3)),
-            30: dict(grok=3, control=0, fire_epochs=(180, 180, 180), late=(140, 1.2))}
-#: the published 'ReLU' sign-match of seed 0 (reference/claims.csv)
+# --- published values (reference/claims.csv) ------------------------------------------------------
+#: the protocol of the paper (its claims' n and horizon; rho_tian every epoch), to say what a profile changes
+PAPER_PROTOCOL = {
+    "main": dict(grok=claim("lock.fire_grok").n, control=claim("lock.fire_control").n,
+                 epochs=claim("lock.fire_grok").horizon, rho_every=1),
+    "relu": dict(grok=claim("lock.relu_fire").n, control=claim("lock.relu_separation").n - claim("lock.relu_fire").n,
+                 epochs=claim("lock.relu_fire").horizon, rho_every=1),
+    "eta": dict(seeds=claim("lock.eta0.0002.lockin").n, epochs=claim("lock.eta0.0002.lockin").horizon, rho_every=1)}
+#: the published sign-match: 5-seed medians and seed 0, and seed 0's median |cos| of the top pairs
+P_SIGN_MEDIAN = {e: claim(f"lock.sign_match_{e}").value for e in T6_EPOCHS}
+P_SIGN_SEED0 = {e: claim(f"lock.sign_match_{e}.seed0").value for e in T6_EPOCHS}
+P_MEDIAN_ABS_COS = {e: claim(f"lock.median_abs_cos_{e}").value for e in T6_EPOCHS}
+#: the published 'ReLU' sign-match of seed 0
 P_RELU = dict(sign_match={e: claim(f"lock.relu_sign_{e}").value for e in (100, 300, 500)})
-#: the eta sweep (reference/claims.csv): lock-in epoch, rho fire, test = 0.5 (None: never by epoch 600)
+#: the eta sweep: lock-in epoch, rho fire, test = 0.5 (None: never by epoch 600)
 P_ETA = {eta: dict(lockin=claim(f"lock.eta{eta:g}.lockin").value, rho=claim(f"lock.eta{eta:g}.rho").value,
                    test=None if claim(f"lock.eta{eta:g}.test").count else claim(f"lock.eta{eta:g}.test").value)
          for eta in (1e-5, 5e-5, 1e-4, 2e-4, 5e-4)}
-#: t_rho = slope t_test + intercept: the slope is a claim; the intercept (-75) is only drawn
-P_ETA_FIT = (claim("lock.eta_fit").value, -75.0)
+#: t_rho = slope t_test + intercept
+P_ETA_FIT = (claim("lock.eta_fit").value, claim("lock.eta_fit_intercept").value)
 P_ETA_LONG = {key: claim(f"lock.long.{key}").value for key in ("test_half", "test_099", "rho", "lockin", "peak")}
 
 

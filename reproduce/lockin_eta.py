@@ -79,7 +79,7 @@ def eta_fire_figure(records: list[dict], long_records: list[dict], profile: str)
                             label=None if eta in labelled else f"eta={eta:g}")
                 labelled.add(eta)
     xs = np.linspace(80, 340, 2)
-    ax2.plot(xs, P_ETA_FIT[0] * xs + P_ETA_FIT[1], "k--", lw=0.8, label="published fit t_rho = 0.80 t_test - 75")
+    ax2.plot(xs, P_ETA_FIT[0] * xs + P_ETA_FIT[1], "k--", lw=0.8, label=f"published fit t_rho = {P_ETA_FIT[0]:.2f} t_test {P_ETA_FIT[1]:+.0f}")
     ax2.plot([v["test"] for v in P_ETA.values() if v["test"]], [v["rho"] for v in P_ETA.values() if v["test"]], "kx",
              ms=7, label="published medians")
     ax2.set(xlabel="epoch test acc >= 0.5", ylabel=f"epoch rho_tian >= {RHO_THRESHOLD}")
@@ -137,11 +137,13 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
     if len(points) >= 3 and len({t for t, _ in points}) >= 2:
         slope, intercept = np.polyfit([t for t, _ in points], [p for _, p in points], 1)
         fit = [float(slope), float(intercept)]
-    slope_ci = _slope_ci(points) if fit else None
+    slope_ci, intercept_ci = _fit_ci(points) if fit else (None, None)
+    note = (f"ours t_rho = {fit[0]:.2f} t_test {fit[1]:+.0f} over {len(points)} runs" if fit
+            else f"{len(points)} runs with both epochs: too few for a fit")
     rows.append(claim_row("lock.eta_fit", "eta sweep: slope of t_rho vs t_test(0.5) regression (OLS 95% CI)",
-                          fit[0] if fit else None, profile, len(points), ours_ci=slope_ci, horizon=H,
-                          note=(f"ours t_rho = {fit[0]:.2f} t_test {fit[1]:+.0f} over {len(points)} runs"
-                                if fit else f"{len(points)} runs with both epochs: too few for a fit")))
+                          fit[0] if fit else None, profile, len(points), ours_ci=slope_ci, horizon=H, note=note))
+    rows.append(claim_row("lock.eta_fit_intercept", "eta sweep: intercept of t_rho vs t_test(0.5) regression (OLS 95% CI)",
+                          fit[1] if fit else None, profile, len(points), ours_ci=intercept_ci, horizon=H, note=note))
     long = [r for r in long_records if tian_eta(r) > 0]
     lr = long[0] if long else None
     peak = float(np.nanmax(history_column(lr, lockin_key(HEADLINE_W, "ratio23"))[1])) if lr else None
@@ -176,13 +178,14 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
     return summary, rows, figures
 
 
-def _slope_ci(points: list[tuple[float, float]]) -> list[float] | None:
-    """OLS 95% interval of the slope of rho fire epoch on test-0.5 epoch (t with n - 2 df)."""
+def _fit_ci(points: list[tuple[float, float]]) -> tuple[list[float] | None, list[float] | None]:
+    """OLS 95% intervals of the slope and the intercept of rho fire epoch on test-0.5 epoch (t with n - 2 df)."""
     from scipy.stats import linregress
     from scipy.stats import t as student_t
 
     if len(points) < 3:
-        return None
+        return None, None
     fit = linregress([a for a, _ in points], [b for _, b in points])
-    half = float(student_t.ppf(0.975, len(points) - 2)) * fit.stderr
-    return [fit.slope - half, fit.slope + half]
+    t = float(student_t.ppf(0.975, len(points) - 2))
+    return ([fit.slope - t * fit.stderr, fit.slope + t * fit.stderr],
+            [fit.intercept - t * fit.intercept_stderr, fit.intercept + t * fit.intercept_stderr])

@@ -340,12 +340,15 @@ def test_config_yaml_detector_reaches_the_record(tmp_path, monkeypatch):
 
 
 # --- plots ------------------------------------------------------------------------------
+SIGN_MATCH = {50: 0.86, 100: 0.9, 175: 0.95, 250: 0.97, 300: 0.98}  # any values at the Theorem-6 epochs
+
+
 def _fake_record(eta, seed, activation="x2"):
     epochs = list(range(401))
     ratio = [math.nan] * 3 + list(np.exp(np.random.default_rng(seed).normal(0, 0.1, 398)) * (300 if eta else 1.3))
     history = {"epoch": epochs, "test_acc": [min(1.0, e / 150) for e in epochs], "rho_tian": [0.06 + e / 1e4 for e in epochs],
-               "sign_match_paper": [plots.PUBLISHED_SIGN_MATCH.get(e) for e in epochs],
-               "sign_match_exact": [1.0 if e in plots.PUBLISHED_SIGN_MATCH else None for e in epochs]}
+               "sign_match_paper": [SIGN_MATCH.get(e) for e in epochs],
+               "sign_match_exact": [1.0 if e in SIGN_MATCH else None for e in epochs]}
     history.update({lockin_key(w, name): ratio for w in (5, 10, 20, 30) for name in ("ratio23", "ratio12")})
     extras = {f"lockin_fire_epoch_w{w}": (174 if eta else None) for w in (5, 10, 20, 30)}
     model = {"eta": eta, "activation": activation, "M": 71, "hidden": 2048, "lr": 1e-3}
@@ -355,7 +358,7 @@ def _fake_record(eta, seed, activation="x2"):
 def test_plots_build_from_records(tmp_path):
     records = [_fake_record(e, s, a) for e in (2e-4, 0.0) for s in range(3) for a in ("x2", "relu")]
     records += [_fake_record(e, s) for e in (1e-4, 5e-4) for s in range(2)]
-    for name, fig in {"main": plots.main_figure(records, profile="test"), "window": plots.window_sweep_figure(records),
+    for name, fig in {"main": plots.main_figure(records, profile="test", published_sign_match=SIGN_MATCH), "window": plots.window_sweep_figure(records),
                       "act": plots.activation_figure(records), "eta": plots.eta_sweep_figure(records)}.items():
         fig.savefig(tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000

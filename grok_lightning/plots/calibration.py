@@ -6,17 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, aligned, plt
-from grok_lightning.plots.figures import FIG2_PAPER, PHASE1, PHASE2
+from grok_lightning.plots.figures import PHASE1, PHASE2
 
 __all__ = ["figure_init_calibration"]
 
-#: the paper's Fig. 2 sigma_H levels (n = 50 median): baseline and Phase-2 peak
-SIGMA_H_PAPER = {"baseline": 0.04, "Phase-2 peak": 0.095}
 
+def figure_init_calibration(init_rows: list[dict], runs_by_label: dict[str, list[dict]], caption_text: str,
+                            paper_s_bar: dict[str, float], paper_sigma_h: dict[str, float]):
+    """Left: s_bar at initialisation (mean over seeds) per variant, the paper's start dotted.
+    Right: median over seeds of test accuracy, s_bar and sigma_H per trained variant (log x).
 
-def figure_init_calibration(init_rows: list[dict], runs_by_label: dict[str, list[dict]], caption_text: str):
-    """Left: s_bar at initialisation (mean over seeds) per variant, the paper's 0.93 dotted.
-    Right: median over seeds of test accuracy, s_bar and sigma_H per trained variant (log x)."""
+    ``paper_s_bar`` ({name: level}, its ``start`` the paper's starting s_bar) and ``paper_sigma_h``
+    ({name: level}) are the paper's Fig. 2 levels, given by the caller, drawn dotted."""
     fig = plt.figure(figsize=(14, 8.5))
     grid = fig.add_gridspec(3, 2, width_ratios=(1, 1.6))
     ax_init = fig.add_subplot(grid[:, 0])
@@ -27,8 +28,9 @@ def figure_init_calibration(init_rows: list[dict], runs_by_label: dict[str, list
     trained = set(runs_by_label)
     colors = ["tab:orange" if label in trained else "tab:grey" for label in labels]
     ax_init.barh(y, means, xerr=spread, color=colors, alpha=0.8)
-    ax_init.axvline(FIG2_PAPER["s_bar_start"], **PAPER_STYLE)
-    ax_init.text(FIG2_PAPER["s_bar_start"], len(labels) - 0.4, " paper 0.93", fontsize=8)
+    start = paper_s_bar["start"]
+    ax_init.axvline(start, **PAPER_STYLE)
+    ax_init.text(start, len(labels) - 0.4, f" paper {start:g}", fontsize=8)
     ax_init.set_yticks(y, labels, fontsize=7)
     ax_init.invert_yaxis()
     ax_init.set_xlim(min(0.7, min(means) - 0.02), 1.005)
@@ -48,9 +50,9 @@ def figure_init_calibration(init_rows: list[dict], runs_by_label: dict[str, list
         ax.set_ylabel(ylabel)
         for lo, hi in (PHASE1, PHASE2):
             ax.axvspan(lo, hi, color="grey", alpha=0.12)
-    for value in FIG2_PAPER.values():
+    for value in paper_s_bar.values():
         axes[1].axhline(value, **PAPER_STYLE)
-    for name, value in SIGMA_H_PAPER.items():
+    for name, value in paper_sigma_h.items():
         axes[2].axhline(value, **PAPER_STYLE)
         axes[2].text(1.05, value, f"paper {name} {value}", fontsize=7, va="bottom")
     axes[0].legend(fontsize=7, loc="lower right")

@@ -13,10 +13,6 @@ __all__ = ["figure_two_phase"]
 #: (reference/fig2_median_read_off.csv; reading error 0.005 on s_bar and sigma_H, 0.02 on accuracy)
 FIG2_READ_OFF = read_off_reference()
 FIG2_READING_ERROR = {"test_acc": 0.02, "s_bar": 0.005, "sigma_H": 0.005}
-_S = FIG2_READ_OFF["s_bar"]
-#: its s_bar landmarks: the first point (epoch 1), the Phase-1 peak, the Phase-2 minimum
-FIG2_PAPER = {"s_bar_start": float(_S[0]), "s_bar_peak": float(_S[FIG2_READ_OFF["epoch"] <= 500].max()),
-              "s_bar_dip": float(_S[FIG2_READ_OFF["epoch"] >= 500].min())}
 PHASE1, PHASE2 = (100, 500), (1000, 3000)
 
 

@@ -21,10 +21,8 @@ from matplotlib.figure import Figure
 from grok_lightning.records import rows, series
 from grok_lightning.stats.lockin import lockin_key
 
-__all__ = ["PUBLISHED_SIGN_MATCH", "main_figure", "window_sweep_figure", "activation_figure", "eta_sweep_figure"]
+__all__ = ["main_figure", "window_sweep_figure", "activation_figure", "eta_sweep_figure"]
 
-#: Xu's 5-seed medians of the published ("paper") sign-match, x^2, eta = 2e-4 (§9.3).
-PUBLISHED_SIGN_MATCH = {50: 0.865, 100: 0.895, 175: 0.955, 250: 0.970, 300: 0.985}
 RHO_THRESHOLD = 0.075
 
 
@@ -103,8 +101,10 @@ def _horizon(records):
     return max((max(r["history"].get("epoch", [0]) or [0]) for r in records), default=0)
 
 
-def main_figure(records: list[dict], window: int = 20, profile: str = "paper", note: str = "") -> Figure:
-    """sigma2/sigma3 (median, IQR) grok vs control, fire epoch, Theorem-6 sign-match on a twin axis."""
+def main_figure(records: list[dict], window: int = 20, profile: str = "paper", note: str = "",
+                published_sign_match: dict[int, float] | None = None) -> Figure:
+    """sigma2/sigma3 (median, IQR) grok vs control, fire epoch, Theorem-6 sign-match on a twin axis;
+    ``published_sign_match`` ({epoch: the paper's median}, given by the caller) drawn as crosses."""
     grok, control = _select(records, grok=True), _select(records, grok=False)
     fig = Figure(figsize=(9, 5.2))
     ax = fig.add_subplot()
@@ -123,8 +123,9 @@ def main_figure(records: list[dict], window: int = 20, profile: str = "paper", n
         if data.size and keep.any():
             twin.plot(epochs[keep], np.nanmedian(data[:, keep], axis=0), marker=marker, color="C3",
                       ls="-" if mode == "paper" else ":", label=f"sign-match, {mode} mode (ours)")
-    published = sorted(PUBLISHED_SIGN_MATCH.items())
-    twin.plot(*zip(*published), marker="x", ls="none", color="k", ms=8, label="sign-match, published")
+    if published_sign_match:
+        twin.plot(*zip(*sorted(published_sign_match.items())), marker="x", ls="none", color="k", ms=8,
+                  label="sign-match, published")
     twin.set(ylabel="Theorem-6 sign-match", ylim=(0.5, 1.02))
     lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     labels = ax.get_legend_handles_labels()[1] + twin.get_legend_handles_labels()[1]

@@ -115,7 +115,7 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     return _layout(fig, "Fig. 5: critical weight decay and the time-to-grok power law", caption_text)
 
 
-def figure_regime_map(points: list[dict], wd_c: float | None, caption_text: str, paper_wd_c: float = 0.0158):
+def figure_regime_map(points: list[dict], wd_c: float | None, caption_text: str, paper_wd_c: float):
     """Fig. 1: one marker per run at (lambda, model size N), by regime; regimes shaded.
 
     ``points``: ``{"wd", "n_params", "regime"}`` per run (:func:`~grok_lightning.stats.classify_run`).

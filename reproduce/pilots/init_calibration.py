@@ -37,6 +37,7 @@ from torch.nn import functional as F
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.metrics.functional import attention_statistics
 from grok_lightning.models.transformer import DecoderTransformer
+from reproduce.claims import claim
 from reproduce.common import REPO, SWEEPS, cli
 
 RESULTS = REPO / "results" / "pilots" / "init_calibration"
@@ -214,7 +215,12 @@ def report(results: Path, out: Path) -> None:
     caption = (f"pilot (calibration, not a profile) | lambda = 1, AdamW lr 1e-3 betas (0.9, 0.999), batch 512, p = 97 add, "
                f"4L x 8H d128, seeds {seeds}, up to {max(r['epochs'] for r in table)} epochs (time-boxed), FP32 | "
                + "; ".join(meta) + "\ns_bar at initialisation: full test split, seeds " + ", ".join(map(str, INIT_SEEDS)))
-    fig = figure_init_calibration(init_rows, runs_by_label, caption)
+    levels = {name: claim(f"fig2.{name}").value for name in ("s_bar_init", "s_bar_peak", "s_bar_dip")}
+    fig = figure_init_calibration(init_rows, runs_by_label, caption,
+                                  paper_s_bar={"start": levels["s_bar_init"], "peak": levels["s_bar_peak"],
+                                               "dip": levels["s_bar_dip"]},
+                                  paper_sigma_h={"at epoch 1": claim("fig2.sigma_init").value,
+                                                 "Phase-2 peak": claim("fig2.sigma_peak").value})
     fig.savefig(out / "init_calibration.png", dpi=120)
     print("\n".join(lines))
 
