@@ -36,7 +36,7 @@ def _control_facts(record: dict, epoch: int) -> dict:
     after = (epochs > AFTER_EPOCH) & np.isfinite(summed)
     grok = record.get("grok_epoch")
     return {"seed": record["config"]["seed"], "wd": record["config"]["wd"], "E": epoch, "grok_epoch": grok,
-            "E_before_grok": grok is not None and epoch < grok,
+            "E_before_grok": grok is None or epoch < grok,  # a run that never groks is before it throughout
             "peak_sum_layers": float(summed[after].max()) if after.any() else math.nan,
             "argmax_sum_layers": int(epochs[after][np.argmax(summed[after])]) if after.any() else None,
             "min_s_bar": float(np.nanmin(s_bar[epochs > AFTER_EPOCH])) if (epochs > AFTER_EPOCH).any() else math.nan,

@@ -30,9 +30,11 @@ from pathlib import Path
 import yaml
 
 from grok_lightning.plots.common import caption
+from grok_lightning.plots.e12 import figure_controls
 from grok_lightning.plots.interventions import figure_forest
+from reproduce.claims import load_claims
 from reproduce.common import REPO, SWEEPS, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
-from reproduce.e12_scoring import e12_rows, score_pairs
+from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, score_pairs
 
 #: the control group's sweep per profile: the paper's model where the profile can afford it
 SWEEP_FILES = {"smoke": "interventions.yaml", "medium": "e12.yaml", "paper": "e12.yaml"}
@@ -119,11 +121,17 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
         f"lambda {info['wds']}, {len(info['seeds'])} seeds, {info['horizon']} epochs, "
         f"{groups['A'][0]['config'].get('precision')} (paper: lambda 0.015 and 0.05, 10 seeds, 10,000 epochs)")
     rows = e12_rows(scored, profile, planned or {}, where)
-    paper_d = {(r["contrast"], r["stratum"]): (r["paper_value"], None) for r in rows
-               if r.get("contrast") and r.get("paper_value") is not None and r.get("outcome") == "peak_ent"}
+    claims = load_claims()
+    strata = sorted({f"{k[1]:g}" for k in scored["pairs"]})
+    paper_d = {(c, s): (claims[f"e12.{c}.d.{s}"].value, None) for c in PAPER_CONTRASTS for s in strata
+               if f"e12.{c}.d.{s}" in claims}
     headline = [t for t in scored["tests"] if t["outcome"] == "peak_ent" and t["variant"] == "headline"]
-    fig = figure_forest(headline, paper_d, caption(profile, details, differs, figure="fig8"))
-    fig.savefig(out / "fig8_forest.png", dpi=130)
+    text = caption(profile, details, differs, figure="fig8")
+    figure_forest(headline, paper_d, text).savefig(out / "fig8_forest.png", dpi=130)
+    paper_a = {key: (claims[f"e12.{name}.{s}"].value, claims[f"e12.{name}.{s}"].margin) for s in strata[:1]
+               for key, name in (("peak", "A_peak"), ("min_sim", "A_min_sim"), ("grok_epoch", "A_grok_ep"))
+               if f"e12.{name}.{s}" in claims}
+    figure_controls(groups["A"], peaks, paper_a, text).savefig(out / "fig8_controls.png", dpi=130)
     summary = {"profile": profile, "window": window, "planned": planned or {}, "sweep": info, **scored,
                "pairs": [list(k) for k in scored["pairs"]]}
     write_outputs(out, summary, [{k: v for k, v in r.items() if k not in ("contrast", "stratum", "outcome")} for r in rows])
