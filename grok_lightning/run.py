@@ -186,6 +186,7 @@ class GrokCLI(LightningCLI):
         config = config.as_dict() if hasattr(config, "as_dict") else dict(config)
         validate_run_config(config)
         check_fits_in_memory(config)
+        check_output_folders(config)
 
     def _parse_ckpt_path(self) -> None:
         # LightningCLI would copy the hyperparameters of --ckpt_path over the command line's here,
@@ -326,6 +327,28 @@ def check_fits_in_memory(config: dict) -> None:
         field = max(shape, key=lambda k: shape[k] / {"d_model": 128, "n_layers": 4, "d_ff": 512}[k])
         raise ConfigError(f"model.{field}={shape[field]}: the model would have {params:.3g} parameters and need "
                           f"~{needed / 2**30:,.0f} GiB to train, more than this machine's {available / 2**30:,.0f} GiB")
+
+
+def check_output_folders(config: dict) -> None:
+    """The folders a run writes to (each logger's ``save_dir``, the record's folder) are folders or
+    can be made: a file on the way is one line naming the field, before anything is built (the OS
+    would say "Not a directory" about a path, at the first write)."""
+    from pathlib import Path
+
+    loggers = (config.get("trainer") or {}).get("logger")
+    wanted = {}
+    for i, spec in enumerate(loggers if isinstance(loggers, list) else [loggers]):
+        save_dir = ((spec.get("init_args") or {}).get("save_dir")) if isinstance(spec, dict) else None
+        if save_dir:
+            wanted["trainer.logger" + (f".{i}" if isinstance(loggers, list) else "") + ".init_args.save_dir"] = save_dir
+    record_path = (config.get("run") or {}).get("record_path")
+    if record_path:
+        wanted["run.record_path"] = str(Path(record_path).parent)
+    for field, folder in wanted.items():
+        for path in (Path(folder), *Path(folder).parents):
+            if path.exists():
+                require(path.is_dir(), field, folder, f"{path} is a file, not a folder")
+                break
 
 
 def resume_latest(trainer) -> str | None:

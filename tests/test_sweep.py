@@ -297,6 +297,32 @@ def test_progress_counts_epochs_with_an_eta_and_a_heartbeat():
 
 
 # --- real (tiny) sweeps ---------------------------------------------------------------------------
+def test_an_interrupted_run_counts_only_the_epochs_it_reached():
+    import io
+
+    from grok_lightning.sweep.progress import Progress
+
+    out = io.StringIO()
+    progress = Progress({"a": 3000, "b": 3000}, stream=out, heartbeat_s=0)
+    progress.start("a")
+    progress.running["a"] = 700
+    progress.finish({"name": "a", "status": "interrupted", "final_epoch": 742})
+    progress.close()
+    assert progress.epochs_done() == 742 and progress.done_runs == 0
+    assert out.getvalue().startswith("[0/2 runs] a: interrupted"), out.getvalue()
+
+
+def test_a_sweep_without_profiles_says_no_profile(tmp_path, capsys):
+    from grok_lightning.sweep.cli import main
+
+    spec = tiny_spec()
+    spec.pop("profiles", None)
+    spec.pop("default_profile", None)
+    assert main(["run", str(write_spec(tmp_path, spec)), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("sweep tiny_test: 6 runs"), first
+
+
 def test_failed_and_diverged_runs_do_not_stop_the_sweep(tmp_path):
     from grok_lightning.sweep.launchers import run_sweep
 

@@ -82,13 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args) -> int:
     from grok_lightning.config import trust_code
-    from grok_lightning.sweep.launchers import prepare, run_sweep
+    from grok_lightning.sweep.launchers import prepare, profile_label, run_sweep
 
     trust_code(args.trust_code)  # the runs get the same (make_task)
 
     if args.dry_run:
         sweep, runs, store = prepare(args.sweep, args.profile, args.out, extend=args.extend)
-        print(f"sweep {sweep.name} (profile {sweep.profile}): {len(runs)} runs -> {store.root}")
+        print(f"sweep {sweep.name}{profile_label(sweep)}: {len(runs)} runs -> {store.root}")
         for run in runs:
             axes = ", ".join(f"{k}={v}" for k, v in run.axes.items())
             print(f"  {run.name}  [{run.run_id}]  {axes}")

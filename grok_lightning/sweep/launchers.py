@@ -37,7 +37,7 @@ from grok_lightning.sweep.store import SweepStore
 from grok_lightning.sweep.worker import make_task
 
 __all__ = ["LAUNCHERS", "LaunchSettings", "SweepResult", "WorkerStartupError", "available_cores", "default_layout",
-           "prepare", "run_sweep", "worker_command"]
+           "prepare", "profile_label", "run_sweep", "worker_command"]
 
 
 def default_layout(n_cpus: int | None = None) -> tuple[int, int]:
@@ -154,6 +154,11 @@ class RayLauncher:
 LAUNCHERS = {"local": LocalLauncher(), "ray": RayLauncher()}
 
 
+def profile_label(sweep: Sweep) -> str:
+    """`` (profile smoke)``, or nothing for a sweep without profiles."""
+    return f" (profile {sweep.profile})" if sweep.profile else ""
+
+
 def _settings(sweep: Sweep) -> dict:
     return {"checkpoint_min_epochs": sweep.checkpoint_min_epochs, "checkpoint_every": sweep.checkpoint_every,
             "keep_checkpoints": sweep.keep_checkpoints}
@@ -203,7 +208,7 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
         packed = len(tasks) != len(todo)
         plan_line = (f"{len(todo)} to run{f' in {len(tasks)} task(s) (ensembles of <= {ensemble_size})' if packed else ''} "
                      f"on {chosen.describe(settings)}") if todo else "nothing to run"
-        stream.write(f"sweep {sweep.name} (profile {sweep.profile}): {len(plan)} runs, {skipped} already final, "
+        stream.write(f"sweep {sweep.name}{profile_label(sweep)}: {len(plan)} runs, {skipped} already final, "
                      f"{plan_line} -> {store.root}\n")
         stream.flush()
         progress = Progress.for_plan(plan, todo, store, stream)  # counted in epochs, with an ETA

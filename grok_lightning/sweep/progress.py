@@ -11,7 +11,8 @@ run count says little about the time left; the bar counts the epochs of every pl
 
 The epoch of a running run is the last evaluated epoch of its record (written after
 evaluations, at most every few seconds), read by a background thread every ``poll_s``. A run
-that ends early (grokked + extra epochs, diverged, failed) counts its whole horizon as done.
+that ends early (grokked + extra epochs, diverged, failed) counts its whole horizon as done; an
+interrupted one only the epochs it reached, and not as a finished run.
 The ETA is tqdm's with ``smoothing=0``: epochs done since this launch started over the time it has run,
 so it assumes the remaining epochs cost what the finished ones did on average.
 """
@@ -161,9 +162,12 @@ class Progress:
     def finish(self, summary: dict) -> None:
         name, status = summary["name"], summary.get("status")
         with self._lock:
-            self.running.pop(name, None)
-            self.done_runs += 1
-            self.finished_epochs += self.horizons.get(name, 0)
+            reached = max(self.running.pop(name, 0), int(summary.get("final_epoch") or 0))
+            if status == "interrupted":  # it resumes later: only the epochs it reached are done
+                self.finished_epochs += min(reached, self.horizons.get(name, reached))
+            else:
+                self.done_runs += 1
+                self.finished_epochs += self.horizons.get(name, 0)
         detail = []
         if summary.get("grok_epoch") is not None:
             detail.append(f"grok@{summary['grok_epoch']}")
