@@ -272,7 +272,12 @@ def parser_yaml_load(text: str) -> Any:
     from jsonargparse import get_loader
 
     if isinstance(text, str) and text.strip():
-        _load_checked(text, f"YAML {_excerpt(text)}", syntax_errors=False)  # jsonargparse says its own
+        try:
+            _load_checked(text, f"YAML {_excerpt(text)}", syntax_errors=False)
+        except ConfigError:
+            raise
+        except ValueError:  # text PyYAML's safe loader cannot build (a date out of range): jsonargparse's own reading decides
+            pass
     return get_loader("yaml")(text)
 
 

@@ -398,6 +398,20 @@ def test_trust_code_on_the_command_line_is_the_one_way_in(tmp_path):
     assert marker.exists()
 
 
+def test_a_task_file_cannot_trust_code(finished, tmp_path, capsys):
+    """``python -m grok_lightning.sweep.worker --task FILE``: the file's own ``trusted_code`` is
+    dropped; only the worker's ``--trust-code`` counts."""
+    from grok_lightning.config import trusted_code
+    from grok_lightning.sweep.worker import main, make_task
+
+    task = make_task(SweepStore(finished).load_plan()[0], finished, {}, None)
+    (tmp_path / "task.json").write_text(json.dumps({**task, "trusted_code": ["payload"]}))
+    assert main(["--task", str(tmp_path / "task.json"), "--no-capture"]) == 0  # a final run: skipped
+    assert trusted_code() == ()
+    assert main(["--task", str(tmp_path / "task.json"), "--no-capture", "--trust-code", "mine"]) == 0
+    assert trusted_code() == ("mine",)
+
+
 def test_dict_kwargs_and_any_typed_values_stay_data(tmp_path, tiny, monkeypatch):
     """The parser's own policy, without the file check before it: a ``{class_path: ...}`` in
     ``dict_kwargs`` is passed on as data, never imported."""

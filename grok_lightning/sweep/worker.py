@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", action="store_true", help="worker mode: tasks on stdin, results on stdout")
     parser.add_argument("--parent", type=int, default=None, help="exit when this pid is gone (--serve)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--trust-code", action="append", default=[], metavar="MODULE",
+                        help="let the task's config name classes and callables of this module of yours (repeatable)")
     args = parser.parse_args(argv)
     if args.serve:
         return serve(args.parent or os.getppid(), args.threads)
@@ -301,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --task FILE or --serve")
     with open(args.task) as handle:
         task = json.load(handle)
+    task["trusted_code"] = args.trust_code  # from this command line, never from the file
     limit_threads(args.threads or task.get("threads"))
     summary = execute_run(task, capture_output=not args.no_capture)
     print(json.dumps(summary))
