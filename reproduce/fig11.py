@@ -282,7 +282,7 @@ def _bound_pair(at_099: dict, label: str, empirical: dict, profile: str, n: int,
     ratio_ci = [bound / ci[1], bound / ci[0]] if bound is not None and has_ci and min(ci) > 0 else None
     notes = join_notes(f"empirical lambda_c {format_value(empirical.get('wd_c'), ci)}" + ("" if has_ci else " (no CI)"),
                        ratio_ci and "interval: the bound over that of lambda_c",
-                       f"bound inside its CI: {at_099.get('in_ci')}", where)
+                       {True: "bound inside its CI", False: "bound outside its CI"}.get(at_099.get("in_ci"), ""), where)
     bound_q, ratio_q = (f"AdamW bound lambda_c at p_relax = 0.99, {label}",
                         f"bound / empirical lambda_c at p_relax = 0.99, {label}")
     ratio = _num(at_099.get("ratio_to_empirical"))

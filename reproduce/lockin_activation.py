@@ -36,6 +36,7 @@ from reproduce.lockin_common import (
     caption_text,
     describe_tian,
     differs_from_paper,
+    fire_list,
     format_number,
     fraction,
     record_seed,
@@ -141,9 +142,9 @@ def target_activation(relu_records: list[dict], main_records: list[dict], relu_c
     t099, t099_ci, t099_lvl = median_ci([g for g in grok_099 if g is not None])
     rows = [
         count_row("lock.relu_fire", "ReLU: slope fire rate, grok (W=20)", sum(f is not None for f in fires_g), n_g,
-                  profile, note=f"fire epochs {fires_g}", horizon=H),
+                  profile, note=f"fire epochs {fire_list(fires_g)}", horizon=H),
         row(PAPER, "ReLU: slope fire rate, control (W=20)", None, fraction(sum(f is not None for f in fires_c), n_c), profile, n_c,
-            note=f"fire epochs {fires_c}; paper gives no control count"),
+            note=f"fire epochs {fire_list(fires_c)}; paper gives no control count"),
         claim_row("lock.relu_late", f"ReLU: late sigma2/sigma3 grok (median, epochs {lo}-{hi})", med_g, profile, n_g,
                   ours_ci=ci_g, ci_level=lvl_g, horizon=H,
                   note=f"the paper's ReLU window is unstated; second half of the horizon used; over epochs 200-400: "

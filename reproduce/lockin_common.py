@@ -170,3 +170,12 @@ def save_figure(fig: Figure, path: Path) -> Path:
 
 
 # --- the late window -----------------------------------------------------------------------------
+
+
+def fire_list(fires: list) -> str:
+    """Each seed's fire epoch, ``-`` for a seed whose detector never fired.
+
+    >>> fire_list([707, None, 639])
+    '707, -, 639'
+    """
+    return ", ".join("-" if f is None else str(f) for f in fires)

@@ -40,6 +40,7 @@ from reproduce.lockin_common import (
     caption_text,
     describe_tian,
     differs_from_paper,
+    fire_list,
     format_number,
     record_seed,
     save_figure,
@@ -109,7 +110,7 @@ def target_main(records: list[dict], configs: dict, profile: str, out: Path):
     h = h if isinstance(h, (int, float)) else min(map(record_horizon, grok + control), default=None)
     rows = [
         count_row("lock.fire_grok", "slope fire rate, grok eta=2e-4 (W=20)", len(fired_g), n_g, profile,
-                  note=f"fire epochs {fires_g}", horizon=h),
+                  note=f"fire epochs {fire_list(fires_g)}", horizon=h),
         count_row("lock.fire_control", "slope fire rate, control eta=0 (W=20)", len(fired_c), n_c, profile,
                   note=f"fire epochs {fired_c}" if fired_c else "", horizon=h),
         claim_row("lock.fire_epoch", "median slope fire epoch, grok (W=20)", fire_med, profile, len(fired_g),
