@@ -41,8 +41,6 @@ from grok_lightning.stats.relaxation import (
     PAPER_FIT_EPOCHS,
     PAPER_LR,
     PAPER_OMEGA0_CAP,
-    PAPER_OMEGA_100,
-    PAPER_OMEGA_INF,
     PAPER_T_MAX,
     fit_relaxation_paper,
     kappa_two_point,
@@ -162,12 +160,14 @@ def analyse(records: list[dict], empirical: dict, t_max: float, profile: str, ou
 
 
 def paper_kappa_check() -> dict:
-    """The paper's kappa from its own numbers: Omega_0 at the cap of 200 through (100, 55.2)."""
-    capped = kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0)
-    rounding = [kappa_two_point(PAPER_OMEGA_100 + a, PAPER_OMEGA_INF + b, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0)
+    """The paper's kappa from its own numbers: Omega_0 at the cap of 200 through (100, Omega at 100)."""
+    start, omega_inf = claim("fig11.omega_start").value, claim("fig11.omega_inf").value
+    capped = kappa_two_point(start, omega_inf, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0)
+    rounding = [kappa_two_point(start + a, omega_inf + b, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0)
                 for a in (-0.05, 0.05) for b in (-0.05, 0.05)]
-    return {"kappa_capped": capped, "rounding_range": [min(rounding), max(rounding)], "paper_json": 18.583,
-            "formula": "ln((200 - 28.4)/(55.2 - 28.4)) / (100 * 1e-3)"}
+    return {"kappa_capped": capped, "rounding_range": [min(rounding), max(rounding)],
+            "paper_json": claim("fig11.kappa_arithmetic").value, "start": start, "omega_inf": omega_inf,
+            "formula": f"ln(({PAPER_OMEGA0_CAP:g} - {omega_inf:g})/({start:g} - {omega_inf:g})) / (100 * {PAPER_LR:g})"}
 
 
 def _model_key(record: dict) -> tuple:
@@ -217,8 +217,13 @@ def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope:
     n = len(per_seed)
     init = [v["omega_at_init"] for v in per_seed.values() if v["omega_at_init"]]
     lead = next(iter(per_seed.values()))
-    true_start = (kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, float(np.median(init)), 100, PAPER_LR, 1.0)
-                  if init and profile == "paper" and np.median(init) > PAPER_OMEGA_100 else None)
+    true_start = (kappa_two_point(check["start"], check["omega_inf"], float(np.median(init)), 100, PAPER_LR, 1.0)
+                  if init and profile == "paper" and np.median(init) > check["start"] else None)
+    at_100 = [float(w) for v in per_seed.values() for e, w in zip(v["run"]["history"]["epoch"], v["run"]["history"]["weight_norm"])
+              if e == 100 and w is not None]
+    start_100, start_ci, start_level = median_ci(at_100)
+    fitted = [v["paper"]["fit"].omega_inf for v in per_seed.values() if v["paper"].get("fit") and v["paper"]["fit"].converged]
+    omega_inf, omega_inf_ci, omega_inf_level = median_ci(fitted)
     note = "" if profile == "paper" else scope
     errors = sorted({v["paper"]["error"] for v in per_seed.values() if v["paper"].get("error")})
     at_cap = sum("omega_0" in (v["paper"]["fit"].at_bound if v["paper"]["fit"] else []) for v in per_seed.values())
@@ -230,9 +235,15 @@ def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope:
         claim_row("fig11.kappa", "kappa, dense fit (every evaluated epoch from 0, Omega_0 free), median over seeds",
                   _num(kappa["dense"]), profile, n, ours_ci=kappa_ci["dense"], horizon=horizon, sensitivity=True,
                   note=join_notes(note, start)),
-        claim_row("fig11.kappa_arithmetic", "kappa from the paper's own numbers, ln((200 - 28.4)/(55.2 - 28.4)) / (100 eta)",
+        claim_row("fig11.omega_start", "weight norm Omega at epoch 100 (the relaxation fit's first checkpoint), median over seeds",
+                  _num(start_100), profile, len(at_100), ours_ci=start_ci, ci_level=start_level, note=note),
+        claim_row("fig11.omega_inf", "Omega_inf of the paper's estimator's fit, median over seeds",
+                  _num(omega_inf), profile, len(fitted), ours_ci=omega_inf_ci, ci_level=omega_inf_level, horizon=horizon,
+                  note=join_notes(note, f"checkpoints {lead['paper_epochs']}")),
+        claim_row("fig11.kappa_arithmetic", "kappa from the paper's own numbers, "
+                  f"ln((200 - {check['omega_inf']:g})/({check['start']:g} - {check['omega_inf']:g})) / (100 eta)",
                   round(check["kappa_capped"], 3), "paper numbers", 1,
-            note=f"equal within the rounding of 28.4 and 55.2 ({check['rounding_range'][0]:.2f}-"
+            note=f"equal within the rounding of {check['omega_inf']:g} and {check['start']:g} ({check['rounding_range'][0]:.2f}-"
                  f"{check['rounding_range'][1]:.2f}): Omega_0 sat at the fit's cap of 200"
                  + (f"; with our canonical initial norm the same point gives {true_start:.1f}" if true_start else "")),
     ]

@@ -12,12 +12,11 @@ from test_regimes import make_record
 
 from grok_lightning.stats.relaxation import (
     PAPER_FIT_EPOCHS,
-    PAPER_OMEGA_100,
-    PAPER_OMEGA_INF,
     fit_relaxation_paper,
     kappa_two_point,
 )
 from reproduce import fig11
+from reproduce.claims import claim
 
 
 def test_the_papers_kappa_is_the_cap_through_its_first_checkpoint():
@@ -25,7 +24,8 @@ def test_the_papers_kappa_is_the_cap_through_its_first_checkpoint():
     assert check["kappa_capped"] == pytest.approx(18.568, abs=1e-3)
     lo, hi = check["rounding_range"]
     assert lo <= 18.583 <= hi  # the published value, within the rounding of 28.4 and 55.2
-    assert kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, 126.0, 100, 1e-3, 1.0) == pytest.approx(12.93, abs=0.01)
+    start, omega_inf = claim("fig11.omega_start").value, claim("fig11.omega_inf").value
+    assert kappa_two_point(start, omega_inf, 126.0, 100, 1e-3, 1.0) == pytest.approx(12.93, abs=0.01)
     with pytest.raises(ValueError):
         kappa_two_point(20.0, 28.4, 200.0, 100, 1e-3, 1.0)
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from conftest import read_reference as _ref
 from grok_lightning.stats import (
     P_RELAX_LEVELS,
-    PAPER_KAPPA,
     PAPER_LR,
     PAPER_T_MAX,
     adamw_bound,
@@ -41,6 +40,7 @@ from grok_lightning.stats import (
     relaxation_curve,
     tanh_rise,
 )
+from reproduce.claims import claim
 
 
 def _expand_bins(bins):
@@ -400,12 +400,13 @@ def test_cohens_d_and_correct_and_pearson():
 # ------------------------------------------------------------- curves and the AdamW bound
 def test_adamw_bound_golden():
     # Paper Table 4: kappa = 18.583 (18.6 in the text), eta = 1e-3, T_max = 20,000 epochs.
-    assert (PAPER_KAPPA, PAPER_LR, PAPER_T_MAX) == (18.583, 1e-3, 20000)
+    paper_kappa = claim("fig11.kappa_arithmetic").value
+    assert (paper_kappa, PAPER_LR, PAPER_T_MAX) == (18.583, 1e-3, 20000)
     assert round(adamw_bound(18.583, 1e-3, 20000, 0.99), 4) == 0.0124
     assert round(adamw_bound(18.6, 1e-3, 20000, 0.99), 4) == 0.0124
-    table = adamw_bound(PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, P_RELAX_LEVELS)
+    table = adamw_bound(paper_kappa, PAPER_LR, PAPER_T_MAX, P_RELAX_LEVELS)
     assert table.round(4).tolist() == [0.0019, 0.0032, 0.0062, 0.0081, 0.0124]
-    rows = adamw_bound_table(PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, empirical_wd_c=0.015771,
+    rows = adamw_bound_table(paper_kappa, PAPER_LR, PAPER_T_MAX, empirical_wd_c=0.015771,
                              ci=(0.010897, 0.019999))
     assert [r["in_ci"] for r in rows] == [False] * 4 + [True]
     assert rows[-1]["ratio_to_empirical"] == pytest.approx(0.786, abs=2e-3)

@@ -29,7 +29,6 @@ from .phases import PhaseSummary, peak_entropy_std, phase_summary
 from .regimes import REGIMES, CollapseCriterion, classify_run, regime_counts
 from .relaxation import (
     P_RELAX_LEVELS,
-    PAPER_KAPPA,
     PAPER_LR,
     PAPER_T_MAX,
     RelaxationFit,
@@ -59,7 +58,7 @@ __all__ = [
     "CriticalFit", "fit_critical_weight_decay", "logistic_log10",
     "PowerLawFit", "TanhFit", "fit_saturation_models", "fit_tanh_rise",
     "fit_time_to_grok_power_law", "jackknife_ci", "tanh_rise",
-    "P_RELAX_LEVELS", "PAPER_KAPPA", "PAPER_LR", "PAPER_T_MAX", "RelaxationFit", "adamw_bound",
+    "P_RELAX_LEVELS", "PAPER_LR", "PAPER_T_MAX", "RelaxationFit", "adamw_bound",
     "adamw_bound_table", "fit_exponential_relaxation", "kappa_from_rate", "relaxation_curve",
     "PairedComparison", "PermutationResult", "cohens_d", "cohens_d_ci", "paired_d_ci", "correct", "paired_comparison",
     "pearson_r", "permutation_p_floor", "permutation_test",

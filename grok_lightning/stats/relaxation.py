@@ -15,9 +15,11 @@ Paper calibration: seed 42, lambda = 1.0, eta = 1e-3, T_max = 20,000 epochs, fit
 eta * lambda_eff = 1.86e-2 per epoch, so kappa = 18.583 (18.6); at p_relax = 0.99 the bound
 is 4.605 / (1e-3 * 18.583 * 20000) = 0.0124 (Table 4).
 
->>> round(adamw_bound(PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, 0.99), 4)
+The examples use the paper's printed values (the published ones live in reference/claims.csv):
+
+>>> round(adamw_bound(18.583, PAPER_LR, PAPER_T_MAX, 0.99), 4)
 0.0124
->>> adamw_bound(PAPER_KAPPA, PAPER_LR, PAPER_T_MAX, P_RELAX_LEVELS).round(4).tolist()
+>>> adamw_bound(18.583, PAPER_LR, PAPER_T_MAX, P_RELAX_LEVELS).round(4).tolist()
 [0.0019, 0.0032, 0.0062, 0.0081, 0.0124]
 
 **The paper's estimator** (:func:`fit_relaxation_paper`). The fit used the 11 saved checkpoints
@@ -29,9 +31,9 @@ epoch 100, and kappa is set by the cap: ``kappa = ln((200 - 28.4)/(55.2 - 28.4))
 With the canonical model's true initial norm (about 126) the same point gives about 12.9. The
 dense fit (:func:`fit_exponential_relaxation` on every evaluated epoch from 0) sees the start.
 
->>> round(kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0), 2)
+>>> round(kappa_two_point(55.2, 28.4, PAPER_OMEGA0_CAP, 100, PAPER_LR, 1.0), 2)
 18.57
->>> round(kappa_two_point(PAPER_OMEGA_100, PAPER_OMEGA_INF, 126.0, 100, PAPER_LR, 1.0), 1)
+>>> round(kappa_two_point(55.2, 28.4, 126.0, 100, PAPER_LR, 1.0), 1)
 12.9
 """
 
@@ -47,15 +49,13 @@ from scipy.optimize import OptimizeWarning, curve_fit
 
 from .arrays import as_1d_float, check_same_length, nan_to_none
 
-PAPER_KAPPA = 18.583  # JSON value; the text rounds it to 18.6
 PAPER_LR = 1e-3  # eta of the canonical AdamW runs
 PAPER_T_MAX = 20_000  # epochs; the canonical horizon
 P_RELAX_LEVELS = (0.5, 0.7, 0.9, 0.95, 0.99)  # Table 4 rows
-#: the paper's fit: its 11 checkpoint epochs, its upper bound on Omega_0, and the values it reports
+#: the paper's fit protocol: its 11 checkpoint epochs and its upper bound on Omega_0 (the values it
+#: reports, Omega_inf 28.4 and the norm 55.2 at epoch 100, are claims in reference/claims.csv)
 PAPER_FIT_EPOCHS = (100, 500, 1000, 2500, 5000, 7500, 10000, 12500, 15000, 17500, 20000)
 PAPER_OMEGA0_CAP = 200.0
-PAPER_OMEGA_INF = 28.4
-PAPER_OMEGA_100 = 55.2  # the norm at the first checkpoint ("the trajectory starts at 55.2")
 
 
 def relaxation_curve(t, omega_inf, omega_0, rate):
@@ -150,7 +150,7 @@ def fit_relaxation_paper(t, omega, epochs: Sequence[int] = PAPER_FIT_EPOCHS,
     never epoch 0), ``0 <= Omega_0 <= omega0_cap``, ``Omega_inf >= 0``. ``at_bound`` lists
     ``omega_0`` when the cap, not the data, set it (what happened in the paper).
 
-    >>> omega = [PAPER_OMEGA_100] + [PAPER_OMEGA_INF] * 10  # the values the paper reports
+    >>> omega = [55.2] + [28.4] * 10  # the values the paper reports
     >>> fit = fit_relaxation_paper(PAPER_FIT_EPOCHS, omega)
     >>> fit.at_bound, round(fit.omega_inf, 1), round(fit.kappa(PAPER_LR, 1.0), 2)
     (['omega_0'], 28.4, 18.57)
