@@ -100,7 +100,9 @@ def claim_verdicts(rows: list[dict], left_out: dict | None = None, not_run: dict
         if c.target in left_out:
             why.append(f"{c.target} is not in this profile: {left_out[c.target]}")
         elif c.target in not_run:
-            why.append(f"{c.target} has no records here")
+            partial = str(not_run[c.target]).startswith("partial")
+            why.append(f"{c.target} has no row for it yet ({not_run[c.target]})" if partial
+                       else f"{c.target} has no records here")
         elif c.target != "-" and not why:
             why.append(f"{c.target} reports no row for it")
         entries.append(dict(claim=c, row=None, verdict="not run here: " + "; ".join(why or ["nothing here scores it"])))
