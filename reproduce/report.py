@@ -99,10 +99,10 @@ def claim_verdicts(rows: list[dict], left_out: dict | None = None, not_run: dict
         why = [] if c.needs in ("", "-") else [f"needs {c.needs}"]
         if c.target in left_out:
             why.append(f"{c.target} is not in this profile: {left_out[c.target]}")
-        elif c.target in not_run:
-            partial = str(not_run[c.target]).startswith("partial")
-            why.append(f"{c.target} has no row for it yet ({not_run[c.target]})" if partial
-                       else f"{c.target} has no records here")
+        elif c.target in not_run and not str(not_run[c.target]).startswith("partial"):
+            why.append(f"{c.target} has no records here")
+        elif c.target in not_run and not why:  # some records: the row waits for the runs still missing
+            why.append(f"{c.target} has no row for it yet ({not_run[c.target]})")
         elif c.target != "-" and not why:
             why.append(f"{c.target} reports no row for it")
         entries.append(dict(claim=c, row=None, verdict="not run here: " + "; ".join(why or ["nothing here scores it"])))

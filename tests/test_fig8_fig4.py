@@ -45,7 +45,7 @@ def test_derived_sweeps_start_from_the_controls_peak_and_intervene_there(tmp_pat
     assert not any("somewhere" in spec.name or "startfrom" in spec.name for spec in moved_runs)
 
 
-@pytest.mark.parametrize("profile, latest", [("smoke", 500), ("medium", 700), ("paper", None)])
+@pytest.mark.parametrize("profile, latest", [("smoke", 500), ("medium", 700)])
 def test_every_group_keeps_a_300_epoch_window_after_e(profile, latest):
     spec = load_sweep(Path(fig8.SWEEPS) / "interventions.yaml", profile=profile).expand()[0]
     source = spec.config["trainer"]["callbacks"][0]["init_args"]

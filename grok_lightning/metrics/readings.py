@@ -179,7 +179,7 @@ def sigma_h_bound(reading: str, seq_len: int = 3, causal: bool = True, n_layers:
     >>> round(sigma_h_bound("released"), 4), round(sigma_h_bound("sum_layers"), 4)
     (0.2986, 1.1945)
     >>> round(sigma_h_bound("released", seq_len=4), 4), round(sigma_h_bound("released", causal=False), 4)
-    (0.3972, 0.5493)
+    (0.3973, 0.5493)
     """
     if reading not in READINGS:
         raise ValueError(f"reading={reading!r}: expected one of {', '.join(READINGS)}")

@@ -119,6 +119,10 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         return run_summary(task, prior, status="busy", skipped=True,
                         error=f"run is being trained by live pid {owner.get('pid')}; left alone")
 
+    # a write killed between its temp file and the rename leaves the temp file; it never holds
+    # anything the run needs (the previous file is intact), so it goes before the run continues
+    for partial in run_dir.glob(f".{RECORD_NAME}.*.tmp"):
+        remove_inside(run_dir, partial)
     ckpt_path, unusable = checkpoint_to_resume(run_dir / "checkpoints" / "last.ckpt")
     if ckpt_path is None:
         clean(run_dir)  # the unusable file goes too: it is reported this once
