@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from grok_lightning.stats import correct, paired_comparison, paired_d_ci
+from grok_lightning.stats.intervals import mean_interval, wilson
 from grok_lightning.stats.interventions import E12_OUTCOMES, e12_outcomes, reinitialised_heads, sigma_curve
 from grok_lightning.stats.phases import history_curve
 from reproduce.claims import load_claims
@@ -111,15 +112,12 @@ def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 1
 
 
 def _mean_ci(values: list[float]) -> tuple[float | None, list | None]:
-    from scipy import stats
-
-    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], float)
-    if x.size == 0:
-        return None, None
-    if x.size < 2:
-        return float(x.mean()), None
-    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
-    return float(x.mean()), [float(x.mean() - half), float(x.mean() + half)]
+    """The mean of the finite values and its t interval (:func:`stats.intervals.mean_interval`);
+    no interval from one value."""
+    x = [v for v in values if v is not None and math.isfinite(v)]
+    if len(x) < 2:
+        return (float(x[0]), None) if x else (None, None)
+    return float(np.mean(x)), mean_interval(x).ci
 
 
 def _scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -> dict:
@@ -134,7 +132,6 @@ def _scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -
 
 def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) -> list[dict]:
     """Report rows: control A against the paper's A at its lambda, then every contrast."""
-    from grok_lightning.stats.intervals import wilson
 
     controls = scored["controls"]
     rows: list[dict] = []
