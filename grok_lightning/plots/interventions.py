@@ -38,7 +38,7 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
     ax.set_yticks(range(len(shown)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("Cohen's d on peak $\\sigma_H$ after the intervention (paired)")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes: it hides no point
     fig.suptitle("Fig. 8: interventions at peak differentiation (E12)", fontsize=11)
     fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
     fig.tight_layout(rect=(0, 0.2, 1, 0.95))
