@@ -213,5 +213,34 @@ def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, wher
     return rows
 
 
+def pre_grok_rows(scored: dict, profile: str, planned: int, where: str) -> list[dict]:
+    """Sensitivity rows of Bg (B started at A's argmax before grokking) against A on the same
+    seeds: Cohen's d and the mean difference of peak_ent, headline reading, on (E before
+    grokking, end]. ``scored``: :func:`score_pairs` of ``{"A": ..., "B": Bg}`` with the
+    pre-grokking argmax as E."""
+    rows, runs = [], scored["n_runs"].get("B", 0)
+    label = f"B at A's argmax before grokking, {planned} seeds"
+    for stratum in sorted({f"{k[1]:g}" for k in scored["pairs"]}):
+        test = next((t for t in scored["tests"] if (t["contrast"], t["variant"], t["outcome"], t["stratum"])
+                     == ("B-A", "headline", "peak_ent", stratum)), {})
+        quantity = f"sensitivity ({label}): E12 B-A: {{}} of peak_ent on {where} at lambda {stratum}"
+        epochs = [c["E"] for c in scored["controls"] if f"{c['wd']:g}" == stratum]
+        facts = f"E before grokking per seed {epochs}"
+        common = dict(profile=profile, sensitivity=label)
+        if test.get("cohen_d") is None:
+            why = f"not run here: group Bg has {runs} of {planned} runs" if runs < planned else test.get("error", "no pairs")
+            rows.append(_scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), None, n=0,
+                                    note=join_notes(why, facts), **common))
+            continue
+        ci = test.get("ci_95_diff") or [None, None]
+        note = join_notes(facts, f"mean B-A {_g(test.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}]",
+                          f"p_t {_g(test.get('p_value_t'))}", f"missing runs: Bg has {runs} of {planned}" if runs < planned else "")
+        rows.append(_scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"], n=test["n"],
+                                ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **common))
+        rows.append(_scored_row(f"e12.B-A.diff.{stratum}", quantity.format("mean difference"), test.get("mean_diff"),
+                                n=test["n"], ours_ci=test.get("ci_95_diff"), null=0.0, **common))
+    return rows
+
+
 def _g(x) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.3g}"

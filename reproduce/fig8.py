@@ -11,7 +11,9 @@ The paper's protocol (docs/decisions.md, "E12 by the paper's protocol"):
 2. Groups start from A's checkpoint at E: B re-initialises 2 of 8 heads per layer, C clips each
    block matrix to its own median norm up to E, and (medium, paper) the placebo P changes
    nothing but the minibatch order, and R, one seed, repeats A's own order for 200 epochs (A
-   must be reproduced exactly). The derived sweep files are written next to their runs.
+   must be reproduced exactly). When E falls after A's grokking in most seeds, Bg (a sensitivity
+   group) is B started at A's argmax before grokking on the first 3 seeds. The derived sweep files
+   are written next to their runs.
 3. Every group is scored on (E, E + W] (``--window``; default: to the end of the run) under the
    cohort's reading (``sum_layers``) and, as sensitivity rows, the released reading, the heads no
    intervention touched, the first 20 epochs after E skipped, ``max_layer`` and ``pooled``.
@@ -34,7 +36,7 @@ from grok_lightning.plots.e12 import figure_controls
 from grok_lightning.plots.interventions import figure_forest
 from reproduce.claims import load_claims
 from reproduce.common import REPO, SWEEPS, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
-from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, score_pairs
+from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, pre_grok_rows, score_pairs
 
 #: the control group's sweep per profile: the paper's model where the profile can afford it
 SWEEP_FILES = {"smoke": "interventions.yaml", "medium": "e12.yaml", "paper": "e12.yaml"}
@@ -48,10 +50,13 @@ GROUPS_OF = {"interventions.yaml": ("B", "C"), "e12.yaml": ("B", "C", "P", "R")}
 PLACEBO_ORDER_OFFSET = 1000
 #: epochs after E over which R must repeat A
 REPLAY_EPOCHS = 200
+#: the sensitivity group Bg: B started at A's argmax before grokking, on this many seeds, when E
+#: falls after A's grokking in most seeds (docs/decisions.md, "E12 by the paper's protocol")
+PRE_GROK_SEEDS = 3
 
 
 def group_callback(group: str, profile: str, epoch: int) -> dict:
-    filename, overrides = INTERVENTIONS[group]
+    filename, overrides = INTERVENTIONS["B" if group == "Bg" else group]
     spec = yaml.safe_load((REPO / "configs" / "interventions" / filename).read_text())
     init_args = dict(spec["init_args"], **(spec.get("profiles") or {}).get(profile, {}), **overrides, epoch=int(epoch))
     return {"class_path": spec["class_path"], "init_args": init_args}
@@ -61,21 +66,24 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
                   out: Path, control: str = "interventions.yaml") -> Path:
     """The control sweep, each run starting from its control's peak checkpoint (seed, lambda,
     epoch and checkpoint zipped): B and C with one intervention callback acting at E, P with
-    another minibatch order, R (the first pair only) with A's own order for REPLAY_EPOCHS."""
+    another minibatch order, R (the first pair only) with A's own order for REPLAY_EPOCHS, Bg
+    (the first PRE_GROK_SEEDS pairs; ``peaks`` and ``starts`` then hold A's pre-grokking argmax
+    and its checkpoint) as B."""
     sweep = yaml.safe_load((SWEEPS / control).read_text())
     sweep["name"] = f"{sweep['name']}_{group}"
     sweep["base"] = str(REPO / sweep["base"])
     sweep["keep_checkpoints"] = False  # only A's checkpoints are started from
-    keys = sorted(peaks)[:1] if group == "R" else sorted(peaks)
+    keys = sorted(peaks)[:{"R": 1, "Bg": PRE_GROK_SEEDS}.get(group, len(peaks))]
     source = dict(sweep["overrides"]["trainer.callbacks"][0])
     source["init_args"] = dict(source.get("init_args") or {}, save_peak=False)  # the trajectory comes from A
-    callbacks = [source] + ([group_callback(group, profile, 1)] if group in INTERVENTIONS else [])
+    intervenes = group in INTERVENTIONS or group == "Bg"
+    callbacks = [source] + ([group_callback(group, profile, 1)] if intervenes else [])
     sweep["overrides"]["trainer.callbacks"] = callbacks
     sweep["grid"] = {}
     for p in sweep.get("profiles", {}).values():
         p["grid"] = {k: None for k in (p.get("grid") or {})}
     zipped = {"seed": [k[0] for k in keys], "wd": [k[1] for k in keys]}
-    if group in INTERVENTIONS:
+    if intervenes:
         zipped["trainer.callbacks.1.init_args.epoch"] = [peaks[k] for k in keys]
     if group == "P":
         zipped["data.init_args.order_seed"] = [k[0] + PLACEBO_ORDER_OFFSET for k in keys]
@@ -89,27 +97,41 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     return path
 
 
-def control_peaks(control: list[dict], store: Path) -> tuple[dict, dict]:
-    """Each completed control run's E and its peak checkpoint (in the run's folder of ``store``)."""
+def control_peaks(control: list[dict], store: Path, before_grok: bool = False) -> tuple[dict, dict]:
+    """Each completed control run's E and its peak checkpoint (in the run's folder of ``store``);
+    with ``before_grok``, its argmax before grokking and ``peak_before_grok.ckpt`` instead."""
     from grok_lightning.records import iter_records
 
     folders = {record.get("run_id"): path.parent for path, record in iter_records(store / "runs")}
     peaks, starts = {}, {}
     for r in control:
         source = r.get("intervention_source") or {}
+        if before_grok:
+            source = source.get("before_grok") or {}
         if r["status"] != "completed" or source.get("peak_epoch") is None:
             continue
         key = (r["config"]["seed"], r["config"]["wd"])
         peaks[key] = int(source["peak_epoch"])
-        starts[key] = str((folders[r["run_id"]] / "checkpoints" / "peak.ckpt").resolve())
+        name = "peak_before_grok.ckpt" if before_grok else "peak.ckpt"
+        starts[key] = str((folders[r["run_id"]] / "checkpoints" / name).resolve())
     return peaks, starts
 
 
+def needs_pre_grok_group(peaks: dict, pre_peaks: dict) -> bool:
+    """The protocol's trigger for Bg: E (A's whole-run argmax) is not A's pre-grokking argmax in
+    most of the seeds that have both (a run that never groks has E before grokking throughout)."""
+    both = [k for k in peaks if k in pre_peaks]
+    return 2 * sum(peaks[k] != pre_peaks[k] for k in both) > len(both)
+
+
 def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path, n_bootstrap: int = 10000,
-            window: int | None = None, planned: dict[str, int] | None = None) -> dict:
+            window: int | None = None, planned: dict[str, int] | None = None, pre_peaks: dict | None = None) -> dict:
     """Score every group's records, test every contrast, write rows, summary and the forest plot.
-    ``planned``: runs planned per group (rows of groups with missing runs say so)."""
+    ``planned``: runs planned per group (rows of groups with missing runs say so); ``pre_peaks``:
+    A's argmax before grokking for the seeds of the sensitivity group Bg (in ``groups`` if run)."""
     out.mkdir(parents=True, exist_ok=True)
+    groups = dict(groups)
+    pre_group = groups.pop("Bg", None)
     scored = score_pairs(groups, peaks, n_bootstrap=n_bootstrap, window=window)
     info = sweep_summary(groups["A"])
     where = f"(E, E + {window}]" if window else "(E, end of run]"
@@ -121,6 +143,11 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
         f"lambda {info['wds']}, {len(info['seeds'])} seeds, {info['horizon']} epochs, "
         f"{groups['A'][0]['config'].get('precision')} (paper: lambda 0.015 and 0.05, 10 seeds, 10,000 epochs)")
     rows = e12_rows(scored, profile, planned or {}, where)
+    pre_scored = None
+    if pre_group is not None and pre_peaks:
+        pre_scored = score_pairs({"A": groups["A"], "B": pre_group}, pre_peaks, n_bootstrap=n_bootstrap, window=window)
+        where_pre = f"(E before grokking, +{window}]" if window else "(E before grokking, end of run]"
+        rows += pre_grok_rows(pre_scored, profile, (planned or {}).get("Bg", len(pre_peaks)), where_pre)
     claims = load_claims()
     strata = sorted({f"{k[1]:g}" for k in scored["pairs"]})
     paper_d = {(c, s): (claims[f"e12.{c}.d.{s}"].value, None) for c in PAPER_CONTRASTS for s in strata
@@ -134,6 +161,10 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     figure_controls(groups["A"], peaks, paper_a, text).savefig(out / "fig8_controls.png", dpi=130)
     summary = {"profile": profile, "window": window, "planned": planned or {}, "sweep": info, **scored,
                "pairs": [list(k) for k in scored["pairs"]]}
+    if pre_scored is not None:
+        summary["before_grok"] = {"E": {f"{k[0]}_{k[1]:g}": e for k, e in pre_peaks.items()},
+                                  "controls": pre_scored["controls"], "tests": pre_scored["tests"],
+                                  "n_runs": pre_scored["n_runs"]}
     write_outputs(out, summary, [{k: v for k, v in r.items() if k not in ("contrast", "stratum", "outcome")} for r in rows])
     return summary
 
@@ -150,16 +181,26 @@ def main(argv=None) -> Path:
     peaks, starts = control_peaks(control, out / "A" / "sweep")
     if not peaks:
         raise SystemExit("fig8: no completed control run has sigma_H after epoch 100; nothing to intervene on")
-    groups = {"A": control}
-    for group in GROUPS_OF[control_file]:
-        path = derived_sweep(group, args.profile, peaks, starts, out / group, control=control_file)
-        planned[group] = 1 if group == "R" else planned["A"]
+    def run_group(group: str, group_peaks: dict, group_starts: dict) -> list[dict]:
+        path = derived_sweep(group, args.profile, group_peaks, group_starts, out / group, control=control_file)
         try:
-            groups[group] = sweep_records(path, args.profile, out / group, launch)[0]
+            return sweep_records(path, args.profile, out / group, launch)[0]
         except SystemExit as reason:  # no record of this group yet (reading shipped records only)
             print(f"fig8: group {group}: {reason}")
-            groups[group] = []
-    summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned)
+            return []
+
+    groups = {"A": control}
+    for group in GROUPS_OF[control_file]:
+        planned[group] = 1 if group == "R" else planned["A"]
+        groups[group] = run_group(group, peaks, starts)
+    pre_peaks, pre_starts = control_peaks(control, out / "A" / "sweep", before_grok=True)
+    if control_file == "e12.yaml" and needs_pre_grok_group(peaks, pre_peaks):
+        pre_peaks = {k: pre_peaks[k] for k in sorted(pre_peaks)[:PRE_GROK_SEEDS]}
+        planned["Bg"] = min(PRE_GROK_SEEDS, planned["A"])
+        groups["Bg"] = run_group("Bg", pre_peaks, pre_starts)
+    else:
+        pre_peaks = None
+    summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned, pre_peaks=pre_peaks)
     print(f"fig8: {len(summary['pairs'])} controls; {out / 'fig8_forest.png'}")
     return out
 

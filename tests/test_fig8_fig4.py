@@ -324,3 +324,46 @@ def test_e12_rows_score_a_against_the_claims_and_name_missing_groups(tmp_path):
     pa = rows["E12 P-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
     assert pa["paper_value"] is None and pa["ours"] is not None and verdict(pa) == "-"
     assert (tmp_path / "fig8_forest.png").exists()
+
+
+def test_e12_pre_grokking_group_is_triggered_by_most_seeds_and_starts_there(tmp_path):
+    """Bg: when E (A's whole-run argmax) falls after grokking in most seeds, B is also started at
+    A's pre-grokking argmax, from that checkpoint, on the first PRE_GROK_SEEDS seeds."""
+    peaks = {(7, 0.05): 2370, (11, 0.05): 3430, (31, 0.05): 1500, (42, 0.05): 2600}
+    pre = {(7, 0.05): 2340, (11, 0.05): 2290, (31, 0.05): 1500, (42, 0.05): 2200}
+    assert fig8.needs_pre_grok_group(peaks, pre)  # 3 of 4 differ
+    assert not fig8.needs_pre_grok_group(peaks, {**pre, (7, 0.05): 2370, (11, 0.05): 3430})  # 2 of 4: not most
+    starts = {k: f"/a/{k[0]}/peak_before_grok.ckpt" for k in pre}
+    runs = load_sweep(fig8.derived_sweep("Bg", "medium", pre, starts, tmp_path / "Bg", control="e12.yaml"),
+                      profile="medium").expand()
+    assert len(runs) == fig8.PRE_GROK_SEEDS == 3
+    for spec in runs:
+        seed = spec.config["seed_everything"]
+        callback = spec.config["trainer"]["callbacks"][1]
+        assert callback["class_path"].endswith("HeadReinit") and callback["init_args"]["epoch"] == pre[(seed, 0.05)]
+        assert spec.config["run"]["start_from"] == starts[(seed, 0.05)]
+    assert sorted(s.config["seed_everything"] for s in runs) == [7, 11, 31]
+
+
+def test_e12_pre_grokking_rows_are_sensitivity_rows_on_their_own_window(tmp_path):
+    """Bg is scored against A on (E before grokking, end]: its rows are sensitivity rows of the
+    B-A claim and say how many of the planned runs exist; the headline B-A rows are untouched."""
+    from reproduce.verdict import verdict
+
+    seeds = range(3)
+    rng = np.random.default_rng(1)
+    groups = {"A": [_history_record(0.05, s, {140: 0.2, 180: 0.27 + 0.01 * s}) for s in seeds],
+              "B": [], "C": [], "P": [], "R": [],
+              "Bg": [_history_record(0.05, s, {140: 0.2, 180: 0.2 + 0.01 * s + rng.normal(0, 0.003)}) for s in seeds[:2]]}
+    peaks, pre = {(s, 0.05): 180 for s in seeds}, {(s, 0.05): 140 for s in seeds}
+    planned = {"A": 3, "B": 3, "C": 3, "P": 3, "R": 1, "Bg": 3}
+    summary = fig8.analyse(groups, peaks, "medium", tmp_path, n_bootstrap=200, planned=planned, pre_peaks=pre)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    label = "sensitivity (B at A's argmax before grokking, 3 seeds): E12 B-A: {} of peak_ent on (E before grokking, end of run] at lambda 0.05"
+    d = rows[label.format("Cohen's d")]
+    assert d["claim"] == "e12.B-A.d.0.05" and d["sensitivity"] and d["n"] == 2
+    assert "Bg has 2 of 3" in d["note"] and "[140, 140, 140]" in d["note"]
+    assert rows[label.format("mean difference")]["ours"] == pytest.approx(-0.07, abs=0.01)
+    headline = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
+    assert verdict(headline) == "not run here" and not headline.get("sensitivity")
+    assert summary["before_grok"]["n_runs"] == {"A": 3, "B": 2}
