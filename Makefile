@@ -64,7 +64,7 @@ reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until 
 reproduce-fig5: install ## Fig. 5 lambda_c (logistic, bootstrap, GLM) and nu (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig5 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig1: install ## Fig. 1 regime map lambda x model size (reuses Fig. 5's sweep; PROFILE=smoke|paper)
+reproduce-fig1: install ## Fig. 1 regime map lambda x model size (reuses Fig. 5's sweep; PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig1 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|medium|paper)
@@ -79,7 +79,7 @@ reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm
 reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|paper)
+reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce.fig10 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|medium|paper)

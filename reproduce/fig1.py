@@ -1,9 +1,10 @@
 """Fig. 1: the regime diagram over weight decay x model size (grok / no-grok / collapse).
 
-    python -m reproduce.fig1 --profile smoke|paper --out reproduction [--collapse-s-bar 0.9995]
+    python -m reproduce.fig1 --profile smoke|medium|paper --out reproduction [--collapse-s-bar 0.9995]
 
 The first size is the canonical sweep of Fig. 5 (read from, or run into, ``<out>/fig5/sweep``);
-configs/sweeps/regime_map.yaml adds the others and lambda = 10. A run's regime comes from
+configs/sweeps/regime_map.yaml adds the others and lambda = 10 (medium: lambda 10 and 3 on the
+canonical model only; the 85M claim's row gives the measured cost of the runs it needs). A run's regime comes from
 :func:`grok_lightning.stats.classify_run` (collapse = s_bar >= 0.9995 and sigma_H <= 1e-3 at the
 horizon without grokking; both thresholds are options here).
 """
@@ -19,15 +20,18 @@ import numpy as np
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
+from grok_lightning.stats.intervals import median_interval
 from reproduce.claims import claim, claim_row
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.pilots.costs import compute_needed
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 1"
 
 
 def analyse(small: list[dict], others: list[dict], profile: str, out: Path, criterion: CollapseCriterion,
-            wd_c: float | None) -> dict:
+            wd_c: float | None, missing: list[str] | None = None) -> dict:
+    """The regime map and its rows; ``missing``: what the report should say is not there yet."""
     out.mkdir(parents=True, exist_ok=True)
     records = small + others
     points = [{"wd": r["config"]["wd"], "n_params": n_params(r), "regime": classify_run(r, criterion),
@@ -40,21 +44,36 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     sizes = sorted({p["n_params"] for p in points})
     details = (f"{info['text']}\nsizes (parameters) {sizes}; collapse = no grok and s_bar >= {criterion.s_bar_min} "
                f"and sigma_H <= {criterion.sigma_h_max} at the horizon\nsmallest-size runs: {describe(small[0])}")
-    differs = None if profile == "paper" else "model sizes and horizon (paper: 0.82M, 19M, 85M x 5,000 epochs)"
+    differs = {"paper": None, "medium": "the 0.82M model only (19M and 85M: GPU-sized); lambda 3 at 1,000 epochs "
+               "(paper: 0.82M, 19M, 85M x 5,000 epochs)"}.get(profile, "model sizes and horizon (paper: 0.82M, 19M, "
+                                                                     "85M x 5,000 epochs)")
     fig = figure_regime_map(points, wd_c, caption(profile, details, differs, figure="fig1"),
                             paper_wd_c=claim("wd.lambda_c").value)
     fig.savefig(out / "fig1_regime_map.png", dpi=130)
     at_10 = [r for r in records if r["config"]["wd"] >= 5]
     collapsed = [r for r in at_10 if classify_run(r, criterion) == "collapse"]
     last_s = [r["history"]["mean_similarity"][-1] for r in at_10 if r["history"].get("mean_similarity")]
+    # the order-statistic interval of the median (its real coverage: 75% for 3 runs)
+    median = median_interval(last_s) if last_s else None
+    horizon_10 = min((r["config"].get("max_epochs") or 0 for r in at_10), default=info["horizon"])
     rows = [
         row(PAPER, "fraction of lambda = 10 runs in collapse (s_bar = 1, no grok)", None,
             len(collapsed) / len(at_10) if at_10 else None, profile, len(at_10)),
-        claim_row("fig1.collapse", "s_bar at the horizon, lambda = 10 (median)", float(np.median(last_s)) if last_s else None,
-                  profile, len(last_s), horizon=info["horizon"]),
+        claim_row("fig1.collapse", "s_bar at the horizon, lambda = 10 (median)", median.estimate if median else None,
+                  profile, len(last_s), horizon=horizon_10, ours_ci=median.ci if median else None,
+                  ci_level=median.coverage if median else None,
+                  note=f"s_bar per run {[round(s, 4) for s in last_s]}; {len(collapsed)}/{len(at_10)} classified collapse"),
     ]
+    for wd in sorted({r["config"]["wd"] for r in records if 2 < r["config"]["wd"] < 5}):  # between grokking and collapse
+        mine = [classify_run(r, criterion) for r in records if r["config"]["wd"] == wd]
+        rows.append(row(PAPER, f"regimes at lambda = {wd:g} (context: the edge between grokking and collapse)", None,
+                        mine.count("grok") / len(mine), profile, len(mine),
+                        note=", ".join(f"{mine.count(k)} {k}" for k in sorted(set(mine)))))
+    if max(sizes, default=0) < 50e6:  # no 85M run here: the null-state claim needs one
+        rows.append(claim_row("fig1.null_85M", "s_bar at epoch 3,000 of the 85M model, lambda 1", None, profile, 0,
+                              not_run=compute_needed({"fig1_85M": "85M E5 runs"}) or "GPU-sized"))
     summary = {"profile": profile, "points": points, "wd_c": wd_c, "sizes": sizes,
-               "criterion": criterion.__dict__, "sweep": info}
+               "criterion": criterion.__dict__, "sweep": info, "missing": missing or []}
     write_outputs(out, summary, rows)
     return summary
 
@@ -69,12 +88,16 @@ def main(argv=None) -> Path:
     root = Path(args.out)
     out = root / "fig1"
     small = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.launch)[0]
-    others = sweep_records("regime_map.yaml", args.profile, out, args.launch)[0]
+    try:  # runs missing from a store that exists are found there by the report
+        others, missing = sweep_records("regime_map.yaml", args.profile, out, args.launch)[0], []
+    except SystemExit as reason:  # no run of the other sizes / lambdas yet: the map from Fig. 5's runs
+        print(f"fig1: {reason}")
+        others, missing = [], [str(reason)]
     fits = root / "fig5" / "fits.json"
     wd_c = None
     if fits.exists() and json.loads(fits.read_text()).get("profile") == args.profile:
         wd_c = json.loads(fits.read_text()).get("wd_c_used")
-    summary = analyse(small, others, args.profile, out, criterion, wd_c)
+    summary = analyse(small, others, args.profile, out, criterion, wd_c, missing=missing)
     print(f"fig1: {len(summary['points'])} runs over sizes {summary['sizes']}; {out / 'fig1_regime_map.png'}")
     return out
 

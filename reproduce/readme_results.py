@@ -23,9 +23,9 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 
 def table(medium: Path) -> str:
-    from reproduce.all import MEDIUM_LEFT_OUT
+    from reproduce.all import medium_left_out
 
-    entries = claim_verdicts(read_rows(medium), MEDIUM_LEFT_OUT)
+    entries = claim_verdicts(read_rows(medium), medium_left_out())
     lines = [f"**{counts_line(entries)}.**", "",
              "| claim | paper | claim in words | paper | ours (n) | verdict |", "|---|---|---|---|---|---|"]
     unscored = defaultdict(list)

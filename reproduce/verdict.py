@@ -5,8 +5,9 @@ A row scored against a claim of ``reference/claims.csv`` (``claims.claim_row``) 
 claim's kind, value, interval and margin; the verdict follows from the row alone:
 
 * ``invalid test``: the design cannot show the effect (``invalid`` says why).
-* ``not run here``: no number of ours; ``not run here (horizon)``: our runs end before the epoch
-  the claim needs.
+* ``not run here``: no number of ours (with the row's ``not_run`` reason in brackets, e.g. the
+  measured compute it would need); ``not run here (horizon)``: our runs end before the epoch the
+  claim needs.
 * an **estimate, fraction or published sample** is judged by equivalence
   (:mod:`grok_lightning.stats.equivalence`): ``matches the paper in number`` when our interval
   lies inside the paper's value -+ the claim's margin; a difference when our interval excludes
@@ -70,6 +71,8 @@ def verdict(r: dict) -> str:
     'same direction, different size: our 95% interval [0.047, 0.07] excludes 0.113'
     >>> verdict({**row("p", "q", 0.46, 1.0, "medium", 1), **c, "horizon": 1000, "horizon_needed": 20000})
     'not run here (horizon): ours at 1,000 epochs, the claim needs 20,000'
+    >>> verdict({**row("p", "q", 0.0511, None, "medium", 0, not_run="compute: 86 CPU-h measured"), **c})
+    'not run here (compute: 86 CPU-h measured)'
     >>> verdict({**row("p", "q", 2.56e-7, 3e-16, "medium", 12), **c, "kind": "identity", "margin": 1e-5})
     'identity holds: |ours - paper| = 2.56e-07 <= 1e-05'
     >>> verdict({**row("p", "q", 0.0094, 0.018, "medium", 8, null=0), **c, "kind": "p-value", "margin": 0.05})
@@ -82,7 +85,7 @@ def verdict(r: dict) -> str:
     if _finite(r.get("horizon")) and _finite(r.get("horizon_needed")) and r["horizon"] < r["horizon_needed"]:
         return f"not run here (horizon): ours at {r['horizon']:,} epochs, the claim needs {r['horizon_needed']:,}"
     if ours is None or (isinstance(ours, float) and not math.isfinite(ours)):
-        return "not run here"
+        return f"not run here ({r['not_run']})" if r.get("not_run") else "not run here"
     if kind == "identity":
         expected = paper if _finite(paper) else r.get("expected")
         gap = abs(float(ours) - float(expected))

@@ -104,3 +104,14 @@ def test_no_match_has_an_interval_wider_than_its_margin():
         if verdict(r).startswith("matches the paper in number") and r.get("ours_ci"):
             lo, hi = r["ours_ci"]
             assert r["paper_value"] - r["margin"] <= lo and hi <= r["paper_value"] + r["margin"], (target, r["quantity"])
+
+
+def test_the_claim_counts_written_in_the_docs_are_the_tables():
+    from collections import Counter
+
+    from conftest import REPO
+
+    counts = Counter(c.paper for c in load_claims().values())
+    written = f"{counts['2605.20441']} of 2605.20441, {counts['2605.08119']} of 2605.08119"
+    assert written in (REPO / "README.md").read_text()
+    assert written in " ".join((REPO / "docs" / "decisions.md").read_text().split())

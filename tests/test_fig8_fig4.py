@@ -292,6 +292,28 @@ def test_fig10_analyse_fits_each_architecture(tmp_path):
     assert (tmp_path / "fig10_architectures.png").exists()
 
 
+def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cost(tmp_path):
+    from reproduce import fig10
+    from reproduce.verdict import verdict
+
+    records = []
+    for wd in (0.03, 0.05, 0.07, 0.1):
+        for seed in range(3):
+            r = make_record(wd, seed, grok_epoch=4000 if wd in (0.05, 0.07) and (wd == 0.07 or seed == 0) else None,
+                            n_params=1000, horizon=10000)
+            r["config"]["model"].update(arch="mlp", arch_kwargs={})
+            records.append(r)
+    summary = fig10.analyse(records, "medium", tmp_path)
+    rows = {r["claim"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    assert rows["fig10.mlp_4L_h512_mod_add"]["n"] == 12 and rows["fig10.mlp_4L_h512_mod_add"]["horizon"] == 10000
+    for cid in ("fig10.lstm_4L_h512_mod_add", "fig10.mamba_4L_d128_mod_add", "fig10.mamba_e2", "fig10.mamba_mul"):
+        assert rows[cid]["ours"] is None and verdict(rows[cid]).startswith("not run here (")
+    assert [e["status"] for e in summary["entries"]][1:] == ["not run here", "not run here"]
+    empty = fig10.analyse([], "medium", tmp_path / "empty", missing=["cross_arch.yaml (medium): 12 of 12 runs missing"])
+    assert empty["horizon"] is None and len(empty["entries"]) == 2  # the LSTM and Mamba lines; no MLP yet
+    assert (tmp_path / "empty" / "fig10_architectures.png").exists()
+
+
 def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, monkeypatch):
     """`make reproduce-all` passes --out reproduction (relative): fig8's derived sweep files live there."""
     from reproduce.common import SWEEPS, sweep_path

@@ -131,3 +131,16 @@ def test_the_report_leads_with_the_verdicts_of_every_claim():
     assert set(numbers) <= set(VERDICTS) and sum(numbers.values()) == len(load_claims())
     table = text.split("## Every claim", 1)[1].split("## Every row", 1)[0]
     assert sum(line.startswith("| ") for line in table.splitlines()) == len(load_claims()) + 1
+
+
+def test_the_systems_medium_does_not_train_state_their_measured_cost():
+    """fig9 and rllc are left out of medium with the CPU-hours their paper protocol was measured
+    to need (results/pilots/costs/costs.json), computed, never typed."""
+    from reproduce import all as reproduce_all
+    from reproduce.pilots.costs import load_costs
+
+    costs = load_costs()
+    reasons = reproduce_all.medium_left_out()
+    assert {"fig9", "rllc"} <= set(reasons) and not {"fig1", "fig10"} & set(reasons)
+    for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium"), ("rllc", "rllc_run")):
+        assert f"{costs[system]['paper_protocol_cpu_h']:,.0f} CPU-h measured" in reasons[target]

@@ -160,6 +160,25 @@ def test_fig1_analyse_places_sizes_and_collapse(tmp_path):
     assert (tmp_path / "fig1_regime_map.png").exists()
 
 
+def test_fig1_medium_reads_collapse_at_its_own_horizon_and_names_the_85m_cost(tmp_path):
+    """Medium: lambda 10 at the claim's 5,000 epochs is scored against it; lambda 3 is a context
+    row; with no 85M run, the null-state claim's row is 'not run here' with the measured cost."""
+    small = [make_record(wd, s, grok_epoch=900, horizon=5000) for wd in (0.1, 1.0) for s in range(3)]
+    others = [make_record(10.0, s, collapse=True, horizon=5000) for s in range(3)]
+    others += [make_record(3.0, s, grok_epoch=400 if s else None, horizon=1000) for s in range(3)]
+    fig1.analyse(small, others, "medium", tmp_path, CollapseCriterion(), wd_c=None, missing=[])
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    collapse = rows["s_bar at the horizon, lambda = 10 (median)"]
+    assert collapse["horizon"] == 5000 and verdict(collapse).startswith("matches the paper in number")
+    assert rows["regimes at lambda = 3 (context: the edge between grokking and collapse)"]["note"] == "2 grok, 1 no-grok"
+    null = rows["s_bar at epoch 3,000 of the 85M model, lambda 1"]
+    assert verdict(null).startswith("not run here (") and null["claim"] == "fig1.null_85M"
+    short = [make_record(10.0, s, collapse=True, horizon=1000) for s in range(3)]
+    fig1.analyse(small, short, "medium", tmp_path, CollapseCriterion(), wd_c=None)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    assert verdict(rows["s_bar at the horizon, lambda = 10 (median)"]).startswith("not run here (horizon)")
+
+
 def test_fig9_analyse_counts_per_task(tmp_path):
     records = [make_record(wd, 7, operation=op, grok_epoch=150 if (op != "sub" or wd == 3.0) else None)
                for op in ("add", "sub", "mul", "div") for wd in (1.0, 3.0)]

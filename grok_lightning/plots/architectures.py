@@ -10,7 +10,8 @@ __all__ = ["figure_architectures"]
 
 
 def figure_architectures(entries: list[dict], paper: dict, caption_text: str):
-    """``entries``: ``{"label", "wd_c", "wd_c_ci", "status", "n", "n_grok"}`` per architecture;
+    """``entries``: ``{"label", "wd_c", "wd_c_ci", "status", "n", "n_grok"}`` per architecture (``why``:
+    the reason an architecture has no runs, written on its line);
     ``paper``: ``{label: (wd_c, [lo, hi])}`` drawn as black stars with bars on the same line."""
     fig, ax = plt.subplots(figsize=(8, 0.55 * max(len(entries), 3) + 2.0))
     for i, e in enumerate(entries):
@@ -18,8 +19,8 @@ def figure_architectures(entries: list[dict], paper: dict, caption_text: str):
             lo, hi = e["wd_c_ci"] if e.get("wd_c_ci") and None not in e["wd_c_ci"] else (e["wd_c"], e["wd_c"])
             ax.errorbar(e["wd_c"], i, xerr=[[e["wd_c"] - lo], [hi - e["wd_c"]]], fmt="o", color="tab:blue", capsize=3)
         else:
-            ax.text(0.02, i, f"no estimate ({e['status']}; {e['n_grok']}/{e['n']} grokked)", fontsize=7,
-                    va="center", transform=ax.get_yaxis_transform())
+            text = f"not run here ({e['why']})" if e.get("why") else f"no estimate ({e['status']}; {e['n_grok']}/{e['n']} grokked)"
+            ax.text(0.02, i, text, fontsize=7, va="center", transform=ax.get_yaxis_transform())
         ref = paper.get(e["paper_key"])
         if ref:
             ax.errorbar(ref[0], i + 0.2, xerr=[[ref[0] - ref[1][0]], [ref[1][1] - ref[0]]], fmt="*", color="black",
