@@ -162,6 +162,29 @@ def test_writes_and_deletions_never_go_through_a_link_planted_later(tmp_path):
     assert (victim / "keep").read_text() == "mine" and not (runs / "out").exists()
 
 
+def test_a_hard_link_in_a_sweep_is_refused_and_the_other_name_is_untouched(finished, tmp_path):
+    """A file of the sweep that is also a file of yours (a hard link) would be appended to through
+    the sweep: refused before the sweep runs, and by the sweep's own writes if planted later."""
+    import os
+
+    from grok_lightning.sweep.nofollow import open_no_follow
+
+    victim = tmp_path / "keep"
+    victim.write_text("mine")
+    name = json.loads((finished / "plan.json").read_text())["runs"][0]["name"]
+    (finished / "runs" / name / "record.json").unlink()  # so that the run is due again
+    attempts = finished / "runs" / name / "attempts.jsonl"
+    attempts.unlink()
+    os.link(victim, attempts)
+    with pytest.raises(ConfigError, match="hard link") as err:
+        quiet_run(finished)
+    assert "\n" not in str(err.value) and victim.read_text() == "mine"
+    for mode in ("a", "w"):
+        with pytest.raises(ConfigError, match="hard link"):
+            open_no_follow(attempts, mode)
+    assert victim.read_text() == "mine"
+
+
 def test_a_class_from_next_to_the_sweep_is_never_imported(finished, tmp_path):
     marker = tmp_path / "ran"
     (tmp_path / "payload.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nclass Evil: pass\n")

@@ -1,14 +1,14 @@
 """A sweep writes and deletes only real files and folders inside its own folder, never through a
-symbolic link.
+symbolic link, and never appends to or rewrites a file that has a second name (a hard link).
 
 A sweep folder may come from someone else (a shared filesystem, an archive). A link planted in it
 (``runs/`` -> a folder of yours, ``attempts.jsonl`` -> a file of yours) would make a resumed
 sweep empty or write into what it points to. So:
 
 - :func:`refuse_links` walks the sweep folder before a sweep runs and refuses any link in it
-  (the folder itself included), in one line naming it;
-- :func:`open_no_follow` opens the files a sweep appends to or rewrites with ``O_NOFOLLOW``, so a
-  link planted while the sweep runs is refused as well;
+  (the folder itself included) and any file with more than one name, in one line naming it;
+- :func:`open_no_follow` opens the files a sweep appends to or rewrites with ``O_NOFOLLOW`` and
+  checks the opened file has one name, so a link planted while the sweep runs is refused as well;
 - :func:`remove_inside` deletes only paths whose folder resolves inside the sweep folder.
 
 Hand-written because the standard library has no "open below this folder without following
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from grok_lightning.config import ConfigError
 
-__all__ = ["link_error", "open_no_follow", "refuse_links", "remove_inside"]
+__all__ = ["hard_link_error", "link_error", "open_no_follow", "refuse_links", "remove_inside"]
 
 
 def link_error(path: str | os.PathLike) -> ConfigError:
@@ -33,9 +33,17 @@ def link_error(path: str | os.PathLike) -> ConfigError:
                        "own folder (put the real file or folder there)")
 
 
+def hard_link_error(path: str | os.PathLike, names: int) -> ConfigError:
+    # a hard link is the same file under another name, possibly outside the sweep: writing to it
+    # writes there (files the sweep replaces by renaming are safe, appends and rewrites are not)
+    return ConfigError(f"{path}: a hard link ({names} names for one file); a sweep writes only files of its own "
+                       "(copy the file instead of linking it)")
+
+
 def refuse_links(root: str | os.PathLike) -> None:
     """One ``ConfigError`` line naming the first symbolic link at ``root`` or below it (``root``
-    as given: a link there is refused too; the folders above it are the user's own)."""
+    as given: a link there is refused too; the folders above it are the user's own), or the first
+    file there with a second name."""
     root = Path(root)
     if root.is_symlink():
         raise link_error(root)
@@ -49,20 +57,29 @@ def refuse_links(root: str | os.PathLike) -> None:
                     raise link_error(entry.path)
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(Path(entry.path))
+                elif entry.stat(follow_symlinks=False).st_nlink > 1:
+                    raise hard_link_error(entry.path, entry.stat(follow_symlinks=False).st_nlink)
 
 
 def open_no_follow(path: str | os.PathLike, mode: str = "a"):
     """``open(path, mode)`` for writing (``"a"`` appends, ``"w"`` rewrites) that refuses a symbolic
-    link at ``path`` in one line instead of writing into what it points to."""
+    link at ``path``, or a file with a second name, in one line instead of writing into it."""
     if mode not in ("a", "w"):
         raise ValueError(f"mode {mode!r}: 'a' or 'w'")
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
+    # no O_TRUNC: a file with a second name must be refused before anything of it is cut
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as err:
         if err.errno == errno.ELOOP or Path(path).is_symlink():
             raise link_error(path) from None
         raise
+    names = os.fstat(fd).st_nlink
+    if names > 1:
+        os.close(fd)
+        raise hard_link_error(path, names)
+    if mode == "w":
+        os.ftruncate(fd, 0)
     return os.fdopen(fd, mode)
 
 
