@@ -92,7 +92,8 @@ def not_run_rows(records: list[dict], profile: str) -> tuple[list[dict], list[di
             continue
         why = compute_needed(systems) or "GPU-sized"
         entries.append({"label": f"{arch} at the paper's size", "paper_key": arch, "wd_c": None, "wd_c_ci": None,
-                        "status": "not run here", "n": 0, "n_grok": 0, "why": why.split(" (")[0]})
+                        "status": "not run here", "n": 0, "n_grok": 0,
+                        "why": compute_needed(systems, detail=False) or "GPU-sized"})
         rows += [claim_row(cid, claim(cid).claim, None, profile, 0, not_run=why) for cid in claim_ids]
     return entries, rows
 

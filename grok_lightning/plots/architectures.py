@@ -28,7 +28,7 @@ def figure_architectures(entries: list[dict], paper: dict, caption_text: str):
     ax.plot([], [], "o", color="tab:blue", label="ours: lambda_c, bootstrap 95% CI")
     ax.plot([], [], "*", color="black", label="paper")
     ax.set_yticks(range(len(entries)), [f"{e['label']} (n = {e['n']})" for e in entries], fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(len(entries) - 0.4, -0.6)  # first architecture on top, room for the paper's star below each line
     ax.set_xscale("log")
     ax.set_xlabel(r"critical weight decay $\lambda_c$ (log)")
     ax.legend(fontsize=7, loc="best")

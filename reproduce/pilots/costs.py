@@ -107,9 +107,10 @@ def load_costs(path: Path = ROOT / "costs.json") -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def compute_needed(systems: dict[str, str], costs: dict | None = None) -> str | None:
+def compute_needed(systems: dict[str, str], costs: dict | None = None, detail: bool = True) -> str | None:
     """The reason a report gives for not running ``systems`` (``{system: label}``): the measured
-    CPU-hours of the paper's protocol; ``None`` when none of them has been measured.
+    CPU-hours of the paper's protocol (``detail``: with the per-epoch cost and the protocol's size);
+    ``None`` when none of them has been measured.
 
     >>> c = {"fig10_lstm": {"cpu_s_per_epoch": 7.2, "paper_runs": 70, "paper_epochs": 10000, "paper_protocol_cpu_h": 1400.0}}
     >>> compute_needed({"fig10_lstm": "LSTM", "fig10_mamba": "Mamba"}, c)
@@ -121,17 +122,18 @@ def compute_needed(systems: dict[str, str], costs: dict | None = None) -> str | 
     parts = []
     for name, label in systems.items():
         c = costs.get(name)
-        parts.append(f"{label} not measured" if c is None else
-                     f"{label} {c['paper_protocol_cpu_h']:,.0f} CPU-h measured ({c['cpu_s_per_epoch']:.2g} CPU-s/epoch x "
-                     f"{c['paper_runs']} runs x {c['paper_epochs']:,} epochs, results/pilots/costs)")
+        how = (f" ({c['cpu_s_per_epoch']:.2g} CPU-s/epoch x {c['paper_runs']} runs x {c['paper_epochs']:,} epochs, "
+               "results/pilots/costs)") if c is not None and detail else ""
+        parts.append(f"{label} not measured" if c is None else f"{label} {c['paper_protocol_cpu_h']:,.0f} CPU-h measured{how}")
     return "compute: " + "; ".join(parts)
 
 
 def table(costs: dict) -> str:
-    lines = ["| system | parameters | CPU-s / epoch | paper protocol (runs x epochs) | CPU-h |", "|---|---|---|---|---|"]
+    lines = ["| system | parameters | precision | epochs timed | CPU-s / epoch | paper protocol (runs x epochs) | CPU-h |",
+             "|---|---|---|---|---|---|---|"]
     for name, c in costs.items():
-        lines.append(f"| {name} | {c['n_params'] / 1e6:.2f} M | {c['cpu_s_per_epoch']:.2f} | "
-                     f"{c['paper_runs']} x {c['paper_epochs']:,} | {c['paper_protocol_cpu_h']:,.0f} |")
+        lines.append(f"| {name} | {c['n_params'] / 1e6:.2f} M | {c['precision']} | {c['epochs_timed']} | "
+                     f"{c['cpu_s_per_epoch']:.2f} | {c['paper_runs']} x {c['paper_epochs']:,} | {c['paper_protocol_cpu_h']:,.0f} |")
     return "\n".join(lines)
 
 
