@@ -25,7 +25,8 @@ from reproduce.report import write_report
 TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig8", "fig4", "fig10", "long_horizon",
            "lockin", "rllc"]
 #: medium, in the order they run (fig2 first in priority, but its long runs go last so that its third seed
-#: shares the cores with the other targets); fig11 reads the long_horizon and fig5 runs; predict trains
+#: shares the cores with the other targets); fig11 reads the long_horizon and fig5 runs; fig1 adds
+#: lambda 10 and 3 to fig5's runs and fig10 trains the MLP, both after E12 (fig8); predict trains
 #: nothing and reads the fig5, fig4 and fig8 records, so it comes last
 MEDIUM_TARGETS = ["fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict"]
 def medium_left_out() -> dict[str, str]:
