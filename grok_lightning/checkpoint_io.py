@@ -21,8 +21,8 @@ from pathlib import Path
 
 from grok_lightning.config import ConfigError
 
-__all__ = ["RESUME_KEYS", "check_checkpoint_shape", "check_ckpt_path", "checkpoint_differences", "checkpoint_problem",
-           "checkpoint_run_id", "load_checkpoint", "safe_globals", "trainer_call"]
+__all__ = ["RESUME_KEYS", "check_checkpoint_shape", "check_ckpt_path", "check_ensemble_members", "checkpoint_differences",
+           "checkpoint_problem", "checkpoint_run_id", "load_checkpoint", "safe_globals", "trainer_call"]
 
 #: ``ckpt_path`` values that Lightning resolves itself
 SYMBOLIC_PATHS = ("last", "best", "hpc", "registry")
@@ -107,6 +107,28 @@ def _recorded(checkpoint: dict) -> dict:
         if str(key).startswith("RunRecorder") and isinstance(state, dict) and isinstance(state.get("record"), dict):
             return state["record"]
     return {}
+
+
+#: an ensemble checkpoint keeps each member's callback state under this key, with the member's run id
+MEMBER_STATE = re.compile(r"^MemberCallbacks\[(.+)\]$")
+
+
+def check_ensemble_members(path: str | Path, run_ids: list[str]) -> None:
+    """An ensemble's ``last.ckpt`` resumes only the members that wrote it: a one-line
+    ``ConfigError`` when the run ids its member states carry are not ``run_ids`` (another
+    ensemble's checkpoint, or one written outside a sweep).
+
+    >>> import tempfile, torch
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     torch.save({"callbacks": {"MemberCallbacks[a1]": {}, "MemberCallbacks[b2]": {}}}, f"{d}/last.ckpt")
+    ...     check_ensemble_members(f"{d}/last.ckpt", ["b2", "a1"])  # the same members: nothing to say
+    """
+    states = load_checkpoint(path).get("callbacks") or {}
+    found = sorted(m.group(1) for m in map(MEMBER_STATE.match, map(str, states)) if m)
+    if found != sorted(run_ids):
+        whose = f"the checkpoint of members {found}" if found else "a checkpoint without member run ids"
+        raise ConfigError(f"{path}: {whose}, not this ensemble's {sorted(run_ids)}; remove it to restart these runs "
+                          "from scratch")
 
 
 def checkpoint_run_id(path: str | Path) -> str | None:

@@ -185,6 +185,21 @@ def test_a_hard_link_in_a_sweep_is_refused_and_the_other_name_is_untouched(finis
     assert victim.read_text() == "mine"
 
 
+def test_an_ensemble_checkpoint_of_other_members_is_refused(tmp_path):
+    import torch
+
+    from grok_lightning.checkpoint_io import check_ensemble_members
+
+    path = tmp_path / "last.ckpt"
+    torch.save({"callbacks": {"MemberCallbacks[theirs]": {}, "RunRecorder": {}}}, path)
+    with pytest.raises(ConfigError, match="not this ensemble's") as err:
+        check_ensemble_members(path, ["mine"])
+    assert "\n" not in str(err.value)
+    torch.save({"callbacks": {}}, path)
+    with pytest.raises(ConfigError, match="without member run ids"):
+        check_ensemble_members(path, ["mine"])
+
+
 def test_a_class_from_next_to_the_sweep_is_never_imported(finished, tmp_path):
     marker = tmp_path / "ran"
     (tmp_path / "payload.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nclass Evil: pass\n")

@@ -99,8 +99,11 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
             print(f"[grok-lightning sweep] ensemble of {len(todo)}: {', '.join(m['name'] for m in todo)}"
                   + (f" (resuming from {ckpt_path})" if ckpt_path else "")
                   + (f" ({unusable}; restarting from scratch)" if unusable else ""), flush=True)
+            from grok_lightning.checkpoint_io import check_ensemble_members
             from grok_lightning.ensembles import run_ensemble
 
+            if ckpt_path is not None:  # the members file says whose it is; the checkpoint must agree
+                check_ensemble_members(ckpt_path, ids)
             run_ensemble([m["config"] for m in todo], root=ensemble_dir, ckpt_path=ckpt_path, checkpoint_every=every)
     except (KeyboardInterrupt, SystemExit) as err:  # Lightning turns Ctrl-C into SystemExit(1)
         interrupted = isinstance(err, KeyboardInterrupt) or any(
