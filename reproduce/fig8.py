@@ -12,7 +12,8 @@ The paper's protocol (docs/decisions.md, "E12 by the paper's protocol"):
    block matrix to its own median norm up to E, and (medium, paper) the placebo P changes
    nothing but the minibatch order, and R, one seed, repeats A's own order for 200 epochs (A
    must be reproduced exactly). When E falls after A's grokking in most seeds, Bg (a sensitivity
-   group) is B started at A's argmax before grokking on the first 3 seeds. The derived sweep files
+   group) is B started at A's argmax before grokking on the first 3 seeds where it differs from E
+   (elsewhere Bg would repeat B). The derived sweep files
    are written next to their runs.
 3. Every group is scored on (E, E + W] (``--window``; default: to the end of the run) under the
    cohort's reading (``sum_layers``) and, as sensitivity rows, the released reading, the heads no
@@ -50,8 +51,9 @@ GROUPS_OF = {"interventions.yaml": ("B", "C"), "e12.yaml": ("B", "C", "P", "R")}
 PLACEBO_ORDER_OFFSET = 1000
 #: epochs after E over which R must repeat A
 REPLAY_EPOCHS = 200
-#: the sensitivity group Bg: B started at A's argmax before grokking, on this many seeds, when E
-#: falls after A's grokking in most seeds (docs/decisions.md, "E12 by the paper's protocol")
+#: the sensitivity group Bg: B started at A's argmax before grokking, on this many of the seeds where
+#: that is not E, when E falls after A's grokking in most seeds (docs/decisions.md, "E12 by the
+#: paper's protocol")
 PRE_GROK_SEEDS = 3
 
 
@@ -115,6 +117,15 @@ def control_peaks(control: list[dict], store: Path, before_grok: bool = False) -
         name = "peak_before_grok.ckpt" if before_grok else "peak.ckpt"
         starts[key] = str((folders[r["run_id"]] / "checkpoints" / name).resolve())
     return peaks, starts
+
+
+def pre_grok_group(peaks: dict, pre_peaks: dict) -> dict:
+    """Bg's seeds and starting epochs: A's pre-grokking argmax on the first PRE_GROK_SEEDS seeds
+    where it is not E (elsewhere Bg would repeat B exactly); empty unless the trigger holds."""
+    if not needs_pre_grok_group(peaks, pre_peaks):
+        return {}
+    moved = sorted(k for k in pre_peaks if k in peaks and pre_peaks[k] != peaks[k])[:PRE_GROK_SEEDS]
+    return {k: pre_peaks[k] for k in moved}
 
 
 def needs_pre_grok_group(peaks: dict, pre_peaks: dict) -> bool:
@@ -193,14 +204,12 @@ def main(argv=None) -> Path:
     for group in GROUPS_OF[control_file]:
         planned[group] = 1 if group == "R" else planned["A"]
         groups[group] = run_group(group, peaks, starts)
-    pre_peaks, pre_starts = control_peaks(control, out / "A" / "sweep", before_grok=True)
-    if control_file == "e12.yaml" and needs_pre_grok_group(peaks, pre_peaks):
-        pre_peaks = {k: pre_peaks[k] for k in sorted(pre_peaks)[:PRE_GROK_SEEDS]}
+    pre_all, pre_starts = control_peaks(control, out / "A" / "sweep", before_grok=True)
+    pre_peaks = pre_grok_group(peaks, pre_all) if control_file == "e12.yaml" else {}
+    if pre_peaks:
         planned["Bg"] = min(PRE_GROK_SEEDS, planned["A"])
         groups["Bg"] = run_group("Bg", pre_peaks, pre_starts)
-    else:
-        pre_peaks = None
-    summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned, pre_peaks=pre_peaks)
+    summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned, pre_peaks=pre_peaks or None)
     print(f"fig8: {len(summary['pairs'])} controls; {out / 'fig8_forest.png'}")
     return out
 

@@ -355,6 +355,8 @@ def test_e12_pre_grokking_group_is_triggered_by_most_seeds_and_starts_there(tmp_
     pre = {(7, 0.05): 2340, (11, 0.05): 2290, (31, 0.05): 1500, (42, 0.05): 2200}
     assert fig8.needs_pre_grok_group(peaks, pre)  # 3 of 4 differ
     assert not fig8.needs_pre_grok_group(peaks, {**pre, (7, 0.05): 2370, (11, 0.05): 3430})  # 2 of 4: not most
+    assert fig8.pre_grok_group(peaks, pre) == {(7, 0.05): 2340, (11, 0.05): 2290, (42, 0.05): 2200}  # not 31: E there
+    assert fig8.pre_grok_group(peaks, {**pre, (7, 0.05): 2370, (11, 0.05): 3430}) == {}
     starts = {k: f"/a/{k[0]}/peak_before_grok.ckpt" for k in pre}
     runs = load_sweep(fig8.derived_sweep("Bg", "medium", pre, starts, tmp_path / "Bg", control="e12.yaml"),
                       profile="medium").expand()
