@@ -57,10 +57,14 @@ REPLAY_EPOCHS = 200
 PRE_GROK_SEEDS = 3
 
 
-def group_callback(group: str, profile: str, epoch: int) -> dict:
+def group_callback(group: str, profile: str, epoch: int, control: str = "interventions.yaml") -> dict:
+    """The group's intervention callback acting at ``epoch``. The callback file's ``profiles`` fit
+    the shrunk model of interventions.yaml (4 heads: 1 re-initialised keeps the paper's quarter);
+    the E12 sweep runs the paper's model and takes the paper's settings (2 of 8 heads)."""
     filename, overrides = INTERVENTIONS["B" if group == "Bg" else group]
     spec = yaml.safe_load((REPO / "configs" / "interventions" / filename).read_text())
-    init_args = dict(spec["init_args"], **(spec.get("profiles") or {}).get(profile, {}), **overrides, epoch=int(epoch))
+    shrunk = (spec.get("profiles") or {}).get(profile, {}) if control == "interventions.yaml" else {}
+    init_args = dict(spec["init_args"], **shrunk, **overrides, epoch=int(epoch))
     return {"class_path": spec["class_path"], "init_args": init_args}
 
 
@@ -79,7 +83,7 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     source = dict(sweep["overrides"]["trainer.callbacks"][0])
     source["init_args"] = dict(source.get("init_args") or {}, save_peak=False)  # the trajectory comes from A
     intervenes = group in INTERVENTIONS or group == "Bg"
-    callbacks = [source] + ([group_callback(group, profile, 1)] if intervenes else [])
+    callbacks = [source] + ([group_callback(group, profile, 1, control)] if intervenes else [])
     sweep["overrides"]["trainer.callbacks"] = callbacks
     sweep["grid"] = {}
     for p in sweep.get("profiles", {}).values():

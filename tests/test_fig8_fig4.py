@@ -83,6 +83,9 @@ def test_e12_derived_sweeps_add_the_placebo_and_the_replay(tmp_path):
     (b, *_) = load_sweep(fig8.derived_sweep("B", "medium", peaks, starts, tmp_path / "B", control="e12.yaml"),
                          profile="medium").expand()
     assert b.config["trainer"]["callbacks"][1]["class_path"].endswith("HeadReinit")
+    assert b.config["trainer"]["callbacks"][1]["init_args"]["n_heads"] == 2  # 2 of the paper model's 8 heads
+    (shrunk, *_) = load_sweep(fig8.derived_sweep("B", "medium", peaks, starts, tmp_path / "Bs"), profile="medium").expand()
+    assert shrunk.config["trainer"]["callbacks"][1]["init_args"]["n_heads"] == 1  # 1 of the shrunk model's 4
 
 
 def test_e12_scores_every_group_on_the_same_window_and_reading(tmp_path):
@@ -365,6 +368,7 @@ def test_e12_pre_grokking_group_is_triggered_by_most_seeds_and_starts_there(tmp_
         seed = spec.config["seed_everything"]
         callback = spec.config["trainer"]["callbacks"][1]
         assert callback["class_path"].endswith("HeadReinit") and callback["init_args"]["epoch"] == pre[(seed, 0.05)]
+        assert callback["init_args"]["n_heads"] == 2
         assert spec.config["run"]["start_from"] == starts[(seed, 0.05)]
     assert sorted(s.config["seed_everything"] for s in runs) == [7, 11, 31]
 
