@@ -106,6 +106,17 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, launch: Launc
     return records, missing
 
 
+def records_if_any(sweep_file: str | Path, profile: str, out: Path, launch: Launch, label: str) -> tuple[list[dict], list[str]]:
+    """:func:`sweep_records` for a part of a target that may have no record yet (reading shipped
+    records only): ``(records, [])``, or ``([], [why])`` where it has none, said on stdout under
+    ``label``. Runs missing from a store that exists are found there by the report."""
+    try:
+        return sweep_records(sweep_file, profile, out, launch)[0], []
+    except SystemExit as reason:
+        print(f"{label}: {reason}")
+        return [], [str(reason)]
+
+
 def missing_runs(target_out: Path) -> dict[str, tuple[int, int]]:
     """``{store: (runs without a final record, runs planned)}`` of every sweep store under a
     target's output folder, for the report (read from the stores, as in a clean clone)."""

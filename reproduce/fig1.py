@@ -22,7 +22,16 @@ from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import median_interval
 from reproduce.claims import claim, claim_row
-from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import (
+    cli,
+    describe,
+    n_params,
+    parse_args,
+    records_if_any,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.pilots.costs import compute_needed
 from reproduce.report import row
 
@@ -88,11 +97,8 @@ def main(argv=None) -> Path:
     root = Path(args.out)
     out = root / "fig1"
     small = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.launch)[0]
-    try:  # runs missing from a store that exists are found there by the report
-        others, missing = sweep_records("regime_map.yaml", args.profile, out, args.launch)[0], []
-    except SystemExit as reason:  # no run of the other sizes / lambdas yet: the map from Fig. 5's runs
-        print(f"fig1: {reason}")
-        others, missing = [], [str(reason)]
+    # no run of the other sizes / lambdas yet: the map from Fig. 5's runs
+    others, missing = records_if_any("regime_map.yaml", args.profile, out, args.launch, "fig1")
     fits = root / "fig5" / "fits.json"
     wd_c = None
     if fits.exists() and json.loads(fits.read_text()).get("profile") == args.profile:

@@ -36,7 +36,17 @@ from grok_lightning.plots.common import caption
 from grok_lightning.plots.e12 import figure_controls
 from grok_lightning.plots.interventions import figure_forest
 from reproduce.claims import load_claims
-from reproduce.common import REPO, SWEEPS, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import (
+    REPO,
+    SWEEPS,
+    cli,
+    describe,
+    parse_args,
+    records_if_any,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, pre_grok_rows, score_pairs
 
 #: the control group's sweep per profile: the paper's model where the profile can afford it
@@ -198,11 +208,7 @@ def main(argv=None) -> Path:
         raise SystemExit("fig8: no completed control run has sigma_H after epoch 100; nothing to intervene on")
     def run_group(group: str, group_peaks: dict, group_starts: dict) -> list[dict]:
         path = derived_sweep(group, args.profile, group_peaks, group_starts, out / group, control=control_file)
-        try:
-            return sweep_records(path, args.profile, out / group, launch)[0]
-        except SystemExit as reason:  # no record of this group yet (reading shipped records only)
-            print(f"fig8: group {group}: {reason}")
-            return []
+        return records_if_any(path, args.profile, out / group, launch, f"fig8: group {group}")[0]
 
     groups = {"A": control}
     for group in GROUPS_OF[control_file]:

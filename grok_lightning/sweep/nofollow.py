@@ -57,8 +57,8 @@ def refuse_links(root: str | os.PathLike) -> None:
                     raise link_error(entry.path)
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(Path(entry.path))
-                elif entry.stat(follow_symlinks=False).st_nlink > 1:
-                    raise hard_link_error(entry.path, entry.stat(follow_symlinks=False).st_nlink)
+                elif (names := entry.stat(follow_symlinks=False).st_nlink) > 1:
+                    raise hard_link_error(entry.path, names)
 
 
 def open_no_follow(path: str | os.PathLike, mode: str = "a"):
