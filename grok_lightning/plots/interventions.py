@@ -26,7 +26,12 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
         if t.get("paper_only"):
             continue
         d, sd = t["cohen_d"], t.get("std_diff") or np.nan
-        lo, hi = (np.asarray(t["ci_95_diff"], float) / sd) if t.get("ci_95_diff") and None not in t["ci_95_diff"] else (d, d)
+        if t.get("cohen_d_ci") and None not in t["cohen_d_ci"]:  # d's exact interval, the one the rows score
+            lo, hi = t["cohen_d_ci"]
+        elif t.get("ci_95_diff") and None not in t["ci_95_diff"]:
+            lo, hi = np.asarray(t["ci_95_diff"], float) / sd
+        else:
+            lo, hi = d, d
         color = "tab:red" if t.get("reject_bonferroni") else "tab:blue"
         ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, capsize=3)
     ax.plot([], [], "*", color="black", label="paper d")
