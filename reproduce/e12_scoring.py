@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from grok_lightning.stats import correct, paired_comparison, paired_d_ci
+from grok_lightning.stats import MIN_PAIRS_COHEN_D, correct, paired_comparison, paired_d_ci
 from grok_lightning.stats.intervals import mean_interval, wilson
 from grok_lightning.stats.interventions import E12_OUTCOMES, e12_outcomes, reinitialised_heads, sigma_curve
 from grok_lightning.stats.phases import history_curve
@@ -26,6 +26,9 @@ VARIANTS = {"headline": {"reading": "sum_layers"}, "released": {"reading": "rele
             "untouched heads": {"reading": "untouched"}, "first 20 epochs after E skipped": {"skip_epochs": 20},
             "max_layer": {"reading": "max_layer"}, "pooled": {"reading": "pooled"}}
 AFTER_EPOCH = 100  # A's argmax is taken over epochs > 100 (the paper skips the initial transient)
+#: a paired d's row below MIN_PAIRS_COHEN_D pairs is shown but not scored (docs/decisions.md, "Verdicts")
+D_ROW = {"min_n": MIN_PAIRS_COHEN_D,
+         "min_n_reason": "the fewest pairs at which Cohen's d (noncentral t on n - 1 df) has a finite variance"}
 
 
 def _control_facts(record: dict, epoch: int) -> dict:
@@ -204,7 +207,7 @@ def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, wher
                                   f"missing runs: {lacking}" if missing else "")
                 common = dict(profile=profile, n=test["n"], invalid=invalid, **sensitivity)
                 rows.append(_scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"],
-                                        ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **common))
+                                        ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **D_ROW, **common))
                 if variant == "headline" and outcome == "peak_ent":
                     rows.append(_scored_row(f"{base}.diff.{stratum}", quantity.format("mean difference"),
                                             test.get("mean_diff"), ours_ci=test.get("ci_95_diff_t"), null=0.0,
@@ -241,7 +244,7 @@ def pre_grok_rows(scored: dict, profile: str, planned: int, where: str) -> list[
         note = join_notes(facts, f"mean B-A {_g(test.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}]",
                           f"p_t {_g(test.get('p_value_t'))}", f"missing runs: Bg has {runs} of {planned}" if runs < planned else "")
         rows.append(_scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"], n=test["n"],
-                                ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **common))
+                                ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **D_ROW, **common))
         rows.append(_scored_row(f"e12.B-A.diff.{stratum}", quantity.format("mean difference"), test.get("mean_diff"),
                                 n=test["n"], ours_ci=test.get("ci_95_diff_t"), null=0.0, **common))
     return rows

@@ -22,6 +22,9 @@ claim's kind, value, interval and margin; the verdict follows from the row alone
   ``inconclusive: too few runs`` when ours does not reject (absence of evidence).
 * an **excluded value** (the paper's interval excludes it): ``same decision`` when ours excludes
   it too, else ``inconclusive: too few runs``.
+* a row with ``min_n`` (an estimate not scored below that many runs, e.g. a paired Cohen's d
+  below :data:`grok_lightning.stats.significance.MIN_PAIRS_COHEN_D` pairs): ``inconclusive: too
+  few runs`` below it, whatever its interval, with ``min_n_reason``.
 * an **arithmetic identity**: ``identity holds`` / ``identity fails`` within the claim's margin.
 * a **named** outcome: ``matches the paper in number`` when the same, else ``not reproduced``.
 
@@ -73,6 +76,8 @@ def verdict(r: dict) -> str:
     'not run here (horizon): ours at 1,000 epochs, the claim needs 20,000'
     >>> verdict({**row("p", "q", 0.0511, None, "medium", 0, not_run="compute: 86 CPU-h measured"), **c})
     'not run here (compute: 86 CPU-h measured)'
+    >>> verdict({**row("p", "q", -1.19, 1.008, "medium", 2, ours_ci=[-0.90, 2.76], null=0, min_n=4), **c, "margin": 0.84})
+    'inconclusive: too few runs: n = 2 is below the 4 this estimate needs'
     >>> verdict({**row("p", "q", 2.56e-7, 3e-16, "medium", 12), **c, "kind": "identity", "margin": 1e-5})
     'identity holds: |ours - paper| = 2.56e-07 <= 1e-05'
     >>> verdict({**row("p", "q", 0.0094, 0.018, "medium", 8, null=0), **c, "kind": "p-value", "margin": 0.05})
@@ -86,6 +91,9 @@ def verdict(r: dict) -> str:
         return f"not run here (horizon): ours at {r['horizon']:,} epochs, the claim needs {r['horizon_needed']:,}"
     if ours is None or (isinstance(ours, float) and not math.isfinite(ours)):
         return f"not run here ({r['not_run']})" if r.get("not_run") else "not run here"
+    if r.get("claim") and _finite(r.get("min_n")) and int(r.get("n") or 0) < r["min_n"]:
+        why = f", {r['min_n_reason']}" if r.get("min_n_reason") else ""
+        return f"inconclusive: too few runs: n = {int(r.get('n') or 0)} is below the {int(r['min_n'])} this estimate needs{why}"
     if kind == "identity":
         expected = paper if _finite(paper) else r.get("expected")
         gap = abs(float(ours) - float(expected))

@@ -395,3 +395,27 @@ def test_e12_pre_grokking_rows_are_sensitivity_rows_on_their_own_window(tmp_path
     headline = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
     assert verdict(headline) == "not run here" and not headline.get("sensitivity")
     assert summary["before_grok"]["n_runs"] == {"A": 3, "B": 2}
+
+
+@pytest.mark.parametrize("n_pairs, scored", [(2, False), (3, False), (4, True)])
+def test_e12_d_rows_are_scored_only_from_min_pairs(tmp_path, n_pairs, scored):
+    """A paired Cohen's d below MIN_PAIRS_COHEN_D pairs is shown with its interval but reads
+    inconclusive, even where that interval excludes the paper's d; the mean difference is scored."""
+    from grok_lightning.stats import MIN_PAIRS_COHEN_D
+    from reproduce.verdict import verdict, verdict_class
+
+    seeds = range(n_pairs)
+    # B raises the later peak by about 0.12 on every seed: d far above the paper's -1.19
+    groups = {"A": [_history_record(0.05, s, {150: 0.4, 170: 0.2 + 0.01 * s}) for s in seeds],
+              "B": [_history_record(0.05, s, {150: 0.4, 170: 0.32 + 0.013 * s * s}) for s in seeds],
+              "C": [], "P": [], "R": []}
+    peaks = {(s, 0.05): 150 for s in seeds}
+    planned = {"A": n_pairs, "B": n_pairs, "C": n_pairs, "P": n_pairs, "R": 1}
+    fig8.analyse(groups, peaks, "medium", tmp_path, n_bootstrap=200, planned=planned)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    d = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
+    assert d["n"] == n_pairs and d["ours_ci"] is not None and d["ours_ci"][0] > d["paper_value"]
+    assert (n_pairs >= MIN_PAIRS_COHEN_D) == scored
+    expected = "not reproduced" if scored else "inconclusive: too few runs"
+    assert verdict_class(verdict(d)) == expected
+    assert f"below the {MIN_PAIRS_COHEN_D}" in verdict(d) or scored

@@ -144,3 +144,26 @@ def test_the_systems_medium_does_not_train_state_their_measured_cost():
     assert {"fig9", "rllc"} <= set(reasons) and not {"fig1", "fig10"} & set(reasons)
     for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium"), ("rllc", "rllc_run")):
         assert f"{costs[system]['paper_protocol_cpu_h']:,.0f} CPU-h measured" in reasons[target]
+
+
+def test_the_readmes_per_paper_counts_are_the_reports():
+    """The README's prose gives each paper's verdict counts; they must be the counts the shipped
+    rows give (a verdict that moves must move the prose too)."""
+    from collections import Counter
+
+    from reproduce import all as reproduce_all
+    from reproduce.report import claim_verdicts, read_rows, verdict_class
+
+    words = {"match": "matches the paper in number", "same decision": "same decision",
+             "same direction": "same direction, different size", "not reproduced": "not reproduced",
+             "inconclusive": "inconclusive: too few runs", "identit": "identity holds", "not run": "not run here"}
+    entries = claim_verdicts(read_rows(MEDIUM), reproduce_all.medium_left_out())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    for paper in ("2605.20441", "2605.08119"):
+        ours = Counter(verdict_class(e["verdict"]) for e in entries if e["claim"].paper == paper)
+        prose = re.search(rf"\({paper}; (\d+) claims\): ([^*]*)\*\*", readme)
+        assert prose and int(prose[1]) == sum(ours.values()), paper
+        stated = {}
+        for count, text in re.findall(r"(\d+) ([a-z ]+)", prose[2]):
+            stated[next(v for k, v in words.items() if k in text)] = int(count)
+        assert stated == {w: n for w, n in ours.items() if n}, paper

@@ -39,6 +39,7 @@ from .relaxation import (
     relaxation_curve,
 )
 from .significance import (
+    MIN_PAIRS_COHEN_D,
     PairedComparison,
     PermutationResult,
     cohens_d,
@@ -60,7 +61,7 @@ __all__ = [
     "fit_time_to_grok_power_law", "jackknife_ci", "tanh_rise",
     "P_RELAX_LEVELS", "PAPER_LR", "PAPER_T_MAX", "RelaxationFit", "adamw_bound",
     "adamw_bound_table", "fit_exponential_relaxation", "kappa_from_rate", "relaxation_curve",
-    "PairedComparison", "PermutationResult", "cohens_d", "cohens_d_ci", "paired_d_ci", "correct", "paired_comparison",
+    "MIN_PAIRS_COHEN_D", "PairedComparison", "PermutationResult", "cohens_d", "cohens_d_ci", "paired_d_ci", "correct", "paired_comparison",
     "pearson_r", "permutation_p_floor", "permutation_test",
 ]
 

@@ -239,6 +239,14 @@ def cohens_d_ci(d: float, n_x: int, n_y: int, level: float = 0.95) -> tuple[floa
     return _noncentral_t_interval(d * scale, n_x + n_y - 2, level, scale)
 
 
+#: The fewest pairs at which a paired Cohen's d is scored against a value. d = t / sqrt(n) with t
+#: noncentral t on n - 1 degrees of freedom, which has a mean only for df > 1 and a variance only
+#: for df > 2: below 4 pairs the estimate has no finite variance and its exact interval rests
+#: wholly on the normality of 2 or 3 differences (at 2 pairs the interval is bounded while the
+#: mean difference's t interval is 12.7 SEs wide). Fixed by that property, not by any data.
+MIN_PAIRS_COHEN_D = 4
+
+
 def paired_d_ci(d: float, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact confidence interval of a paired Cohen's d (mean difference over the SD of the
     differences, ``intervention_stats.json``'s ``cohen_d``): t = d sqrt(n) follows nct(n - 1,
