@@ -6,14 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, finish, plt
+from grok_lightning.stats.significance import MIN_PAIRS_COHEN_D
 from grok_lightning.stats.phases import history_curve
 
 __all__ = ["figure_forest", "figure_head_width", "figure_head_width_curves"]
 
 
 def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
-    """Cohen's d of each (contrast, lambda stratum) with an approximate 95% CI (the bootstrap CI
-    of the mean difference divided by the sd of the differences); paper values as black stars."""
+    """Cohen's d of each (contrast, lambda stratum) with its exact (noncentral t) 95% interval, the
+    one the report's rows score (without it, the bootstrap CI of the mean difference over the SD of
+    the differences); paper values as black stars. A d from fewer than ``MIN_PAIRS_COHEN_D`` pairs
+    is drawn hollow: shown, not scored."""
     shown = [t for t in tests if t.get("cohen_d") is not None]
     matched = {(t["contrast"], t["stratum"]) for t in shown}
     # paper contrasts without a counterpart here (e.g. a smoke run at another lambda) get their own line
@@ -33,10 +36,13 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
         else:
             lo, hi = d, d
         color = "tab:red" if t.get("reject_bonferroni") else "tab:blue"
-        ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, capsize=3)
+        face = color if (t.get("n") or 0) >= MIN_PAIRS_COHEN_D else "white"
+        ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, markerfacecolor=face, capsize=3)
     ax.plot([], [], "*", color="black", label="paper d")
     ax.plot([], [], "o", color="tab:red", label="ours, Bonferroni-significant")
     ax.plot([], [], "o", color="tab:blue", label="ours, not significant")
+    ax.plot([], [], "o", color="tab:blue", markerfacecolor="white",
+            label=f"ours, < {MIN_PAIRS_COHEN_D} pairs: not scored")
     ax.axvline(0, color="grey", linewidth=1)
     labels = [f"paper only: {t['contrast']}  lambda {t['stratum']}" if t.get("paper_only")
               else f"{t['contrast']}  lambda {t['stratum']}  (n = {t.get('n')})" for t in shown]
