@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from grok_lightning.plots.common import PAPER_STYLE, finish, plt
-from grok_lightning.stats.significance import MIN_PAIRS_COHEN_D
 from grok_lightning.stats.phases import history_curve
+from grok_lightning.stats.significance import MIN_PAIRS_COHEN_D
 
 __all__ = ["figure_forest", "figure_head_width", "figure_head_width_curves"]
 
