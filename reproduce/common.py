@@ -193,14 +193,10 @@ def n_params(record: dict) -> int:
         return int(record["n_params"])
     import torch
 
-    from grok_lightning.models import build_model
+    from grok_lightning.modules.grokking import build_from_config
 
-    m, p = record["config"]["model"], record["config"]["data"]["p"]
-    kwargs = dict(m.get("arch_kwargs") or {})
-    if m["arch"] == "transformer":
-        kwargs.update(d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"], d_ff=m["d_ff"])
     with torch.device("meta"):
-        model = build_model(m["arch"], vocab_size=p + 1, n_classes=p, **kwargs)
+        model = build_from_config(record["config"]["model"], record["config"]["data"])
     return sum(t.numel() for t in model.parameters())
 
 

@@ -26,8 +26,8 @@ from grok_lightning.metrics.participation import (
     parse_pr_construction,
     pr_covariance_eigenvalues,
 )
-from grok_lightning.models import ATTENTION_ARCHS, build_model
-from grok_lightning.modules.grokking import model_kwargs
+from grok_lightning.models import ATTENTION_ARCHS
+from grok_lightning.modules.grokking import build_from_config
 from grok_lightning.stats.spectra import model_esd_alpha
 
 __all__ = ["analyse_checkpoint", "build_model_from_record", "checkpoint_files", "eval_split", "head_pr_states",
@@ -61,8 +61,7 @@ def checkpoint_files(record: dict, runs_root: str | Path | None = None) -> dict[
 
 def build_model_from_record(record: dict) -> torch.nn.Module:
     """A fresh model of the run's architecture (the same construction as ``GrokkingModule``)."""
-    m, d = record["config"]["model"], record["config"]["data"]
-    return build_model(m["arch"], vocab_size=d["p"] + 1, n_classes=d["p"], **model_kwargs(m))
+    return build_from_config(record["config"]["model"], record["config"]["data"])
 
 
 def load_checkpoint(record: dict, path: str | Path) -> tuple[torch.nn.Module, dict]:

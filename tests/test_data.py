@@ -95,3 +95,13 @@ def test_order_seed_reorders_batches_of_the_same_split():
 def test_bad_data_config_names_the_field(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         ModularArithmeticDataModule(**kwargs)
+
+
+def test_the_operator_token_layout_is_a_op_b_equals():
+    """``[a, op, b, =]`` (T = 4, op = p + 1): the same pairs and labels as ``[a, b, =]``."""
+    plain, with_op = _setup(p=13), _setup(p=13, operator_token=True)
+    assert (plain.vocab_size, plain.seq_len, with_op.vocab_size, with_op.seq_len) == (14, 3, 15, 4)
+    assert torch.equal(with_op.x_train[:, [0, 2, 3]], plain.x_train) and torch.equal(with_op.y_train, plain.y_train)
+    assert bool((with_op.x_train[:, 1] == 14).all())
+    with pytest.raises(ConfigError, match="data.operator_token"):
+        ModularArithmeticDataModule(p=13, operator_token="yes")

@@ -267,3 +267,26 @@ def test_tiny_training_run_per_probe(tiny, arch, arch_kwargs):
     checkpoint = Path(logger["save_dir"]) / logger["name"] / logger["version"] / "checkpoints" / "last.ckpt"
     module = GrokkingModule.load_from_checkpoint(checkpoint, map_location="cpu")
     assert module.hparams.arch == arch and module.modulus == 11
+
+
+def test_operator_token_runs_reload_and_rebuild_with_four_positions(tiny):
+    """With data.operator_token the transformer reads [a, op, b, =]: the run records attention
+    diagnostics on 4 x 4 patterns, its checkpoint reloads without a datamodule, and a record
+    reader rebuilds the same shapes; a probe refuses it before training, naming the field."""
+    from grok_lightning.modules.grokking import build_from_config
+
+    config = tiny(max_epochs=2)
+    config["data"]["init_args"]["operator_token"] = True
+    record = run_config(config)
+    assert record["status"] == "completed" and record["config"]["data"]["operator_token"] is True
+    assert record["history"]["entropy_std"][-1] is not None
+    logger = config["trainer"]["logger"]["init_args"]
+    checkpoint = Path(logger["save_dir"]) / logger["name"] / logger["version"] / "checkpoints" / "last.ckpt"
+    module = GrokkingModule.load_from_checkpoint(checkpoint, map_location="cpu", weights_only=True)
+    assert module.model.position_embedding.num_embeddings == 4 and module.model.token_embedding.num_embeddings == 25
+    rebuilt = build_from_config(record["config"]["model"], record["config"]["data"])
+    assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {k: v.shape for k, v in module.model.state_dict().items()}
+    probe = tiny(max_epochs=1, arch="mlp", arch_kwargs={"d_embed": 8, "hidden": 16, "n_layers": 1})
+    probe["data"]["init_args"]["operator_token"] = True
+    with pytest.raises(ConfigError, match="data.operator_token"):
+        run_config(probe)

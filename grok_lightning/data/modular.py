@@ -1,7 +1,9 @@
 """Modular arithmetic as a LightningDataModule: ``c = a (op) b mod p`` for op in + - x /.
 
 Tokens are ``[a, b, =]`` (T = 3) with vocabulary ``p + 1`` (``=`` is id ``p``); the label is
-read at the last position. Division drops ``b = 0`` and uses the modular inverse
+read at the last position. ``operator_token=True`` gives ``[a, op, b, =]`` (T = 4, ``op`` is id
+``p + 1``), the other input format a paper on one operation might have used (an input check of
+its sigma_H values, docs/sigma_h_readings.md); the paper's Fig. 2 values fit ``[a, b, =]``. Division drops ``b = 0`` and uses the modular inverse
 ``b^(p-2) mod p`` (Fermat), so ``p`` must be prime for ``div``.
 
 Why the loader is hand-rolled: the whole dataset is a few thousand integer triples, so it lives
@@ -21,7 +23,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from grok_lightning.config import require, require_choice, validate_modular_task
 
-__all__ = ["ModularArithmeticDataModule", "modular_table"]
+__all__ = ["ModularArithmeticDataModule", "modular_table", "token_layout", "with_operator"]
 
 
 def modular_table(p: int, operation: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -49,6 +51,28 @@ def modular_table(p: int, operation: str) -> tuple[torch.Tensor, torch.Tensor]:
     else:  # validated earlier; kept for direct callers
         raise ValueError(f"unknown operation {operation!r}")
     return torch.stack([a, b], dim=1), c
+
+
+def token_layout(p: int, operator_token: bool = False) -> tuple[int, int]:
+    """``(vocabulary size, sequence length)`` of the inputs, for the model that reads them.
+
+    >>> token_layout(97), token_layout(97, operator_token=True)
+    ((98, 3), (99, 4))
+    """
+    return (p + 2, 4) if operator_token else (p + 1, 3)
+
+
+def with_operator(pairs: torch.Tensor, p: int, operator_token: bool = False) -> torch.Tensor:
+    """Input tokens from ``(a, b)`` pairs: ``[a, b, =]``, or ``[a, op, b, =]`` with the operator token.
+
+    >>> with_operator(torch.tensor([[3, 4]]), 5).tolist(), with_operator(torch.tensor([[3, 4]]), 5, True).tolist()
+    ([[3, 4, 5]], [[3, 6, 4, 5]])
+    """
+    def column(token: int) -> torch.Tensor:
+        return torch.full((len(pairs), 1), token, dtype=torch.long)
+
+    parts = [pairs[:, :1], column(p + 1), pairs[:, 1:]] if operator_token else [pairs]
+    return torch.cat([*parts, column(p)], dim=1)
 
 
 class _GatherDataset(Dataset):
@@ -122,6 +146,7 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         order_seed: seed of the minibatch order; ``None`` uses the split's seed. A run resumed
             from another's checkpoint with its own ``order_seed`` sees the same split in another
             order: E12's placebo, a perturbation that changes nothing but the trajectory.
+        operator_token: inputs ``[a, op, b, =]`` (T = 4) instead of ``[a, b, =]`` (transformer only).
     """
 
     def __init__(
@@ -136,6 +161,7 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         random_labels: bool = False,
         label_seed: int = 0,
         order_seed: int | None = None,
+        operator_token: bool = False,
     ):
         super().__init__()
         validate_modular_task(p, operation, train_fraction)
@@ -143,7 +169,9 @@ class ModularArithmeticDataModule(L.LightningDataModule):
         require_choice("data.last_batch", last_batch, LAST_BATCH)
         self.save_hyperparameters()
         self.p, self.operation = p, operation
-        self.vocab_size, self.n_classes = p + 1, p
+        require(isinstance(operator_token, bool), "data.operator_token", operator_token, "must be true or false")
+        self.operator_token = operator_token
+        (self.vocab_size, self.seq_len), self.n_classes = token_layout(p, operator_token), p
         self._ready = False
 
     @property
@@ -155,8 +183,7 @@ class ModularArithmeticDataModule(L.LightningDataModule):
             return
         hp = self.hparams
         pairs, labels = modular_table(hp.p, hp.operation)
-        equals = torch.full((len(pairs), 1), hp.p, dtype=torch.long)
-        tokens = torch.cat([pairs, equals], dim=1)
+        tokens = with_operator(pairs, hp.p, hp.operator_token)
         split_seed = self.run_seed if hp.split_seed is None else hp.split_seed
         order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(split_seed))
         n_train = int(hp.train_fraction * len(labels))

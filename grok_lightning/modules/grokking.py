@@ -19,6 +19,7 @@ import torch
 from torch.nn import functional as F
 
 from grok_lightning.config import ConfigError, require, require_choice, validate_optimizer
+from grok_lightning.data.modular import token_layout
 from grok_lightning.models import ATTENTION_ARCHS, available, build_model
 from grok_lightning.models.mamba import resolve_backend
 from grok_lightning.models.transformer import ACTIVATIONS, ATTENTION_SCALES, INITS, NORM_POSITIONS
@@ -66,8 +67,21 @@ def model_kwargs(hparams) -> dict:
             embedding_std=get("embedding_std"),
             activation=get("activation", "gelu") or "gelu",
             causal=get("causal", True) is not False,
+            max_len=4 if get("operator_token") else 3,  # [a, op, b, =] or [a, b, =]
         )
     return kwargs
+
+
+def build_from_config(model: dict, data: dict) -> torch.nn.Module:
+    """The model a run's ``config.model`` and ``config.data`` describe, built as ``GrokkingModule``
+    builds it (record readers rebuild checkpoints with it)."""
+    operator_token = bool(data.get("operator_token", False))
+    if operator_token and model.get("arch", "transformer") != "transformer":
+        raise ConfigError(f"data.operator_token=True: only the transformer reads [a, op, b, =] "
+                          f"(model.arch={model.get('arch')!r} reads [a, b])")
+    vocab_size, _ = token_layout(data["p"], operator_token)
+    return build_model(model.get("arch", "transformer"), vocab_size=vocab_size, n_classes=data["p"],
+                       **model_kwargs({**model, "operator_token": operator_token}))
 
 
 class GrokkingModule(L.LightningModule):
@@ -102,6 +116,9 @@ class GrokkingModule(L.LightningModule):
         eval_batch_size: chunk size for evaluation forwards.
         modulus: p; normally taken from the datamodule at setup (checkpoints store it so that
             ``load_from_checkpoint`` can rebuild the model without a datamodule).
+        reads_operator_token: whether the inputs are ``[a, op, b, =]``; taken from the
+            datamodule's ``data.operator_token`` at setup and stored in checkpoints, as ``modulus``
+            is (another name than the data's: Lightning refuses one hparam name with two values).
     """
 
     def __init__(
@@ -128,6 +145,7 @@ class GrokkingModule(L.LightningModule):
         eval_dense_until: int = 10,
         eval_batch_size: int = 8192,
         modulus: int | None = None,
+        reads_operator_token: bool = False,
     ):
         super().__init__()
         require_choice("model.arch", arch, available())
@@ -168,7 +186,7 @@ class GrokkingModule(L.LightningModule):
 
     def _build(self, p: int) -> None:
         hp = self.hparams
-        self.model = build_model(hp.arch, vocab_size=p + 1, n_classes=p, **model_kwargs(hp))
+        self.model = build_from_config(dict(hp), {"p": p, "operator_token": bool(hp.get("reads_operator_token", False))})
         self.modulus = p
         # the regime map (Fig. 1) places runs by model size
         self.record_extras["n_params"] = sum(t.numel() for t in self.model.parameters())
@@ -183,10 +201,12 @@ class GrokkingModule(L.LightningModule):
         datamodule = getattr(self.trainer, "datamodule", None)
         if datamodule is None or not hasattr(datamodule, "p"):
             raise ConfigError("model.modulus=None: pass a modular-arithmetic datamodule or set model.modulus")
+        self.hparams.reads_operator_token = bool(getattr(datamodule, "operator_token", False))  # the data decides
         self._build(datamodule.p)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint.setdefault("hyper_parameters", {})["modulus"] = self.modulus
+        checkpoint.setdefault("hyper_parameters", {}).update(modulus=self.modulus,
+                                                             reads_operator_token=bool(self.hparams.get("reads_operator_token", False)))
 
     def configure_optimizers(self):
         hp = self.hparams
