@@ -11,7 +11,8 @@ claim's kind, value, interval and margin; the verdict follows from the row alone
 * an **estimate, fraction or published sample** is judged by equivalence
   (:mod:`grok_lightning.stats.equivalence`): ``matches the paper in number`` when our interval
   lies inside the paper's value -+ the claim's margin; a difference when our interval excludes
-  the value, or, where the row tests us against the paper's published counts or sample
+  the value (an interval covering less than :data:`MIN_COVERAGE` decides neither), or, where the
+  row tests us against the paper's published counts or sample
   (``test_p``: Fisher, Mann-Whitney), when that test rejects at 0.05: ``same direction,
   different size`` when ours and the paper's lie on the same side of the row's no-effect value
   (``null``) with our interval excluding it, else ``not reproduced``; otherwise ``inconclusive:
@@ -37,8 +38,13 @@ import math
 
 from grok_lightning.stats.equivalence import equivalence, runs_to_decide, runs_to_decide_fraction
 
-__all__ = ["ALPHA", "VERDICTS", "verdict", "verdict_class"]
+__all__ = ["ALPHA", "MIN_COVERAGE", "VERDICTS", "verdict", "verdict_class"]
 
+#: the least coverage an interval needs to decide a row either way: equivalence by two one-sided
+#: tests at 5% each is a 90% interval inside the margin; an interval of lower coverage (the range
+#: of 3 runs covers 75% of their median) decides nothing at the levels the report uses. 5 runs'
+#: range covers 93.75%, the most an interval of 5 runs' median can.
+MIN_COVERAGE = 0.90
 VERDICTS = ("matches the paper in number", "same decision", "same direction, different size", "not reproduced",
             "inconclusive: too few runs", "identity holds", "identity fails", "invalid test", "not run here")
 ALPHA = 0.05
@@ -61,6 +67,14 @@ def _level(r: dict) -> str:
     return f"{level:.0%} interval" if _finite(level) and abs(level - 0.95) > 0.005 else "95% interval"
 
 
+def _undercovered(r: dict) -> str:
+    """Why the row's interval is too weak to decide anything ('' when it is not)."""
+    level = r.get("ci_level")
+    if not _finite(level) or level >= MIN_COVERAGE:
+        return ""
+    return f"has less than the {MIN_COVERAGE:.0%} coverage a verdict needs"
+
+
 def verdict(r: dict) -> str:
     """The row's verdict and its reason (module docstring).
 
@@ -72,6 +86,8 @@ def verdict(r: dict) -> str:
     'inconclusive: too few runs: our 95% interval [0.0141, 0.0551] is wider than 0.0158 +- 0.0049'
     >>> verdict({**row("p", "q", 0.113, 0.059, "medium", 3, ours_ci=[0.047, 0.070], null=0), **c, "margin": 0.017})
     'same direction, different size: our 95% interval [0.047, 0.07] excludes 0.113'
+    >>> verdict({**row("p", "q", 130, 140, "medium", 3, ours_ci=[130, 140], ci_level=0.75), **c, "margin": 10})
+    'inconclusive: too few runs: our 75% interval [130, 140] has less than the 90% coverage a verdict needs'
     >>> verdict({**row("p", "q", 0.46, 1.0, "medium", 1), **c, "horizon": 1000, "horizon_needed": 20000})
     'not run here (horizon): ours at 1,000 epochs, the claim needs 20,000'
     >>> verdict({**row("p", "q", 0.0511, None, "medium", 0, not_run="compute: 86 CPU-h measured"), **c})
@@ -137,8 +153,11 @@ def _excludes(r: dict, value: float) -> str:
     ci = _interval(r.get("ours_ci"))
     if ci is None:
         return "inconclusive: too few runs: no interval"
-    if value < ci[0] or ci[1] < value:
+    weak = _undercovered(r)
+    if (value < ci[0] or ci[1] < value) and not weak:
         return f"same decision: our {_level(r)} [{_g(ci[0])}, {_g(ci[1])}] excludes {_g(value)}"
+    if weak:
+        return f"inconclusive: too few runs: our {_level(r)} [{_g(ci[0])}, {_g(ci[1])}] {weak}"
     need = runs_to_decide(int(r.get("n") or 1), ci, float(r["ours"]), value, 0.0)
     more = f"; about {need} runs would exclude it at this spread" if need else ""
     return f"inconclusive: too few runs: our {_level(r)} [{_g(ci[0])}, {_g(ci[1])}] contains {_g(value)}{more}"
@@ -154,20 +173,24 @@ def _equivalence(r: dict, ours: float, paper: float) -> str:
         return f"inconclusive: too few runs: no interval from n = {r.get('n')}"
     shown = f"one run on each side ({_g(ours)})" if single else f"our {_level(r)} [{_g(ci[0])}, {_g(ci[1])}]"
     outcome = equivalence(ci, paper, margin)
+    weak = "" if single else _undercovered(r)
     test_p, name = r.get("test_p"), r.get("test_name", "test")
-    if outcome == "equivalent":
+    if outcome == "equivalent" and not weak:
         return f"matches the paper in number: {shown} lies within {_g(paper)} +- {_g(margin)}"
     if _finite(test_p):
         against = "count" if r.get("kind") == "fraction" else "sample"
         differs, why = test_p < ALPHA, f"{name} against the paper's {against} p = {_g(test_p)}"
     else:
-        differs, why = outcome == "different", f"{shown} excludes {_g(paper)}"
+        differs, why = outcome == "different" and not weak, f"{shown} excludes {_g(paper)}"
     if differs:
         null = r.get("null")
-        same = _finite(null) and (ours - null) * (paper - null) > 0 and not ci[0] <= null <= ci[1]
+        same = _finite(null) and (ours - null) * (paper - null) > 0 and not ci[0] <= null <= ci[1] and not weak
         return f"{'same direction, different size' if same else 'not reproduced'}: {why}"
     if single:
         return f"inconclusive: too few runs: one run on each side, {_g(ours)} outside {_g(paper)} +- {_g(margin)}"
+    if weak:
+        tested = f" ({why})" if _finite(test_p) else ""
+        return f"inconclusive: too few runs: {shown} {weak}{tested}"
     count = str(r.get("paper_text", ""))
     if r.get("kind") == "fraction" and "/" in count:  # lopsided intervals near 0 and 1: count, do not scale
         need = runs_to_decide_fraction(ours, *(int(v) for v in count.split("/")), margin)

@@ -115,3 +115,19 @@ def test_the_claim_counts_written_in_the_docs_are_the_tables():
     written = f"{counts['2605.20441']} of 2605.20441, {counts['2605.08119']} of 2605.08119"
     assert written in (REPO / "README.md").read_text()
     assert written in " ".join((REPO / "docs" / "decisions.md").read_text().split())
+
+
+@pytest.mark.parametrize("ci, level, test_p, expected", [
+    ([130, 140], 0.75, None, "inconclusive: too few runs"),  # inside the margin, but a 75% interval
+    ([150, 160], 0.75, None, "inconclusive: too few runs"),  # outside it, same
+    ([130, 140], 0.9375, None, "matches the paper in number"),  # 5 runs' range
+    ([150, 160], 0.9375, None, "not reproduced"),
+    ([150, 160], 0.75, 0.01, "not reproduced"),  # a test against the paper's sample decides at its own level
+])
+def test_an_interval_under_90_percent_coverage_decides_nothing(ci, level, test_p, expected):
+    from reproduce.report import row
+    from reproduce.verdict import verdict, verdict_class
+
+    r = {**row("p", "q", 130, sum(ci) / 2, "medium", 3, ours_ci=ci, ci_level=level, test_p=test_p, test_name="Mann-Whitney"),
+         "claim": "x", "kind": "estimate", "margin": 10, "paper_n": 8}
+    assert verdict_class(verdict(r)) == expected
