@@ -140,6 +140,9 @@ def checkpoint_run_id(path: str | Path) -> str | None:
 #: hyperparameters that change nothing a run trains or records (the evaluation's batch size, a
 #: memory setting): a resumed run may give another value
 NOT_COMPARED = ("eval_batch_size",)
+#: module hyperparameters the datamodule sets at setup: compared in the data section instead
+#: (``modulus`` is ``data.p``, ``reads_operator_token`` is ``data.operator_token``)
+FROM_DATA = ("modulus", "reads_operator_token")
 
 
 def _comparable(value):
@@ -170,7 +173,7 @@ def checkpoint_differences(checkpoint: dict, config: dict) -> list[tuple[str, ob
         for key, value in stored.items():
             if key.startswith("_") or key in NOT_COMPARED or key not in now:
                 continue
-            if key == "modulus" and now[key] is None:  # taken from data.p, compared there
+            if section == "model" and key in FROM_DATA and (key != "modulus" or now[key] is None):
                 continue
             if _comparable(value) != _comparable(now[key]):
                 differences.append((f"{section}.{key}", value, now[key]))

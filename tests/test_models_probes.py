@@ -286,6 +286,10 @@ def test_operator_token_runs_reload_and_rebuild_with_four_positions(tiny):
     assert module.model.position_embedding.num_embeddings == 4 and module.model.token_embedding.num_embeddings == 25
     rebuilt = build_from_config(record["config"]["model"], record["config"]["data"])
     assert {k: v.shape for k, v in rebuilt.state_dict().items()} == {k: v.shape for k, v in module.model.state_dict().items()}
+    longer = tiny(max_epochs=3)
+    longer["data"]["init_args"]["operator_token"] = True
+    longer["trainer"]["logger"]["init_args"]["version"] = "v1"
+    assert run_config(longer, ckpt_path=str(checkpoint))["final_epoch"] == 3  # resumes: the flag is the data's
     probe = tiny(max_epochs=1, arch="mlp", arch_kwargs={"d_embed": 8, "hidden": 16, "n_layers": 1})
     probe["data"]["init_args"]["operator_token"] = True
     with pytest.raises(ConfigError, match="data.operator_token"):
