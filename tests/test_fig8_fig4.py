@@ -343,6 +343,9 @@ def test_e12_rows_score_a_against_the_claims_and_name_missing_groups(tmp_path):
     peak = rows["E12 control A: peak sigma_H summed over layers (the cohort's reading) at lambda 0.05"]
     assert peak["claim"] == "e12.A_peak.0.05" and peak["paper_value"] == 0.2798 and peak["n"] == 4
     assert "4 of 8 planned control runs finished" in peak["note"] and "E before A's grokking in 0 of 4" in peak["note"]
+    before = rows["sensitivity (maximum before A's grok epoch): E12 control A: peak sigma_H summed over layers "
+                  "(the cohort's reading) at lambda 0.05"]
+    assert before["claim"] == "e12.A_peak.0.05" and before["sensitivity"] and before["n"] == 4
     assert rows["E12 control A: grokked at lambda 0.05"]["claim"] == "e12.grok_A.0.05"
     ba = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
     assert ba["paper_value"] == -1.19 and verdict(ba) == "not run here" and "group B has 0 of 8 runs" in ba["note"]
