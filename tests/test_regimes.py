@@ -164,7 +164,11 @@ def test_fig1_medium_reads_collapse_at_its_own_horizon_and_names_the_85m_cost(tm
     """Medium: lambda 10 at the claim's 5,000 epochs is scored against it; lambda 3 is a context
     row; with no 85M run, the null-state claim's row is 'not run here' with the measured cost."""
     small = [make_record(wd, s, grok_epoch=900, horizon=5000) for wd in (0.1, 1.0) for s in range(3)]
-    others = [make_record(10.0, s, collapse=True, horizon=5000) for s in range(3)]
+    three = [make_record(10.0, s, collapse=True, horizon=5000) for s in range(3)]
+    fig1.analyse(small, three, "medium", tmp_path, CollapseCriterion(), wd_c=None, missing=[])
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    assert verdict(rows["s_bar at the horizon, lambda = 10 (median)"]).startswith("inconclusive")  # 75% coverage
+    others = [make_record(10.0, s, collapse=True, horizon=5000) for s in range(5)]
     others += [make_record(3.0, s, grok_epoch=400 if s else None, horizon=1000) for s in range(3)]
     fig1.analyse(small, others, "medium", tmp_path, CollapseCriterion(), wd_c=None, missing=[])
     rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
