@@ -1,10 +1,11 @@
 """Modular arithmetic as a LightningDataModule: ``c = a (op) b mod p`` for op in + - x /.
 
 Tokens are ``[a, b, =]`` (T = 3) with vocabulary ``p + 1`` (``=`` is id ``p``); the label is
-read at the last position. ``operator_token=True`` gives ``[a, op, b, =]`` (T = 4, ``op`` is id
-``p + 1``), the other input format a paper on one operation might have used (an input check of
-its sigma_H values, docs/sigma_h_readings.md); the paper's Fig. 2 values fit ``[a, b, =]``. Division drops ``b = 0`` and uses the modular inverse
-``b^(p-2) mod p`` (Fermat), so ``p`` must be prime for ``div``.
+read at the last position. Division drops ``b = 0`` and uses the modular inverse
+``b^(p-2) mod p`` (Fermat), so ``p`` must be prime for ``div``. ``operator_token=True`` gives
+``[a, op, b, =]`` (T = 4, ``op`` is id ``p + 1``), the other input format a paper on one
+operation might have used (an input check of its sigma_H values, docs/sigma_h_readings.md); the
+paper's Fig. 2 values fit ``[a, b, =]``.
 
 Why the loader is hand-rolled: the whole dataset is a few thousand integer triples, so it lives
 in two tensors. A stock ``DataLoader`` over a ``TensorDataset`` would collate 512 single items per

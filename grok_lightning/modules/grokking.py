@@ -205,8 +205,8 @@ class GrokkingModule(L.LightningModule):
         self._build(datamodule.p)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint.setdefault("hyper_parameters", {}).update(modulus=self.modulus,
-                                                             reads_operator_token=bool(self.hparams.get("reads_operator_token", False)))
+        reads_operator_token = bool(self.hparams.get("reads_operator_token", False))
+        checkpoint.setdefault("hyper_parameters", {}).update(modulus=self.modulus, reads_operator_token=reads_operator_token)
 
     def configure_optimizers(self):
         hp = self.hparams
