@@ -33,13 +33,17 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 CLAIMS = REPO / "reference" / "claims.csv"
 COLUMNS = ("id", "paper", "where", "claim", "value", "ci", "n", "kind", "statistic", "reading", "horizon", "margin",
-           "margin_why", "source", "keys", "target", "needs")
+           "margin_why", "margin_from", "source", "keys", "target", "needs")
 #: how a claim is scored (reproduce.verdict): an estimate or fraction by equivalence within its
 #: margin, a p-value or an excluded value by its decision, a published sample by a rank test, a
 #: test of counts by its p, an arithmetic identity within its margin, a name by equality
 KINDS = ("estimate", "fraction", "sample", "test", "p-value", "excludes", "identity", "named")
+#: what the margin of a one-run claim measures (required there, blank elsewhere): a run-to-run
+#: spread (so one run of ours outside it differs from the paper's run by more than seeds do), or
+#: the printed precision / a reading error (which says nothing about how far two seeds fall apart)
+MARGIN_FROM = ("seed spread", "precision")
 
-__all__ = ["CLAIMS", "Claim", "KINDS", "check_sources", "claim", "claim_row", "claim_sample", "count_row", "source_value", "load_claims", "printed_agrees",
+__all__ = ["CLAIMS", "Claim", "KINDS", "MARGIN_FROM", "check_sources", "claim", "claim_row", "claim_sample", "count_row", "source_value", "load_claims", "printed_agrees",
            "resolve"]
 
 
@@ -59,6 +63,7 @@ class Claim:
     horizon: int | None
     margin: float | None
     margin_why: str
+    margin_from: str
     source: str
     keys: str
     target: str
@@ -107,12 +112,16 @@ def load_claims(path: str | Path = CLAIMS) -> dict[str, Claim]:
                 raise ValueError(f"{path}: claim {row['id']!r} appears twice")
             if row["kind"] not in KINDS:
                 raise ValueError(f"{path}: claim {row['id']!r} has kind {row['kind']!r}, not one of {KINDS}")
+            one_run = row["n"] == "1" and row["kind"] in ("estimate", "fraction")
+            if not (row["margin_from"] in MARGIN_FROM if one_run else row["margin_from"] == ""):
+                raise ValueError(f"{path}: claim {row['id']!r} has margin_from {row['margin_from']!r}: "
+                                 f"a one-run estimate needs one of {MARGIN_FROM}, any other claim a blank")
             claims[row["id"]] = Claim(
                 id=row["id"], paper=row["paper"], where=row["where"], claim=row["claim"], text=row["value"],
                 ci=_ci(row["ci"]), ci_text=row["ci"], n=int(row["n"]) if row["n"] else None, kind=row["kind"],
                 statistic=row["statistic"], reading=row["reading"], horizon=int(row["horizon"]) if row["horizon"] else None,
                 margin=float(row["margin"]) if row["margin"] else None, margin_why=row["margin_why"],
-                source=row["source"], keys=row["keys"], target=row["target"], needs=row["needs"])
+                margin_from=row["margin_from"], source=row["source"], keys=row["keys"], target=row["target"], needs=row["needs"])
     return claims
 
 
@@ -134,7 +143,7 @@ def claim_row(claim_id: str, quantity: str, ours, profile: str, n, ours_ci=None,
     paper_ci = list(c.ci) if c.ci else None
     value = c.text if c.kind == "named" else c.value
     r = row(c.label, quantity, value, ours, profile, n, paper_ci=paper_ci, ours_ci=ours_ci, note=note, **extra)
-    r.update(claim=c.id, kind=c.kind, margin=c.margin, paper_n=c.n, horizon_needed=c.horizon,
+    r.update(claim=c.id, kind=c.kind, margin=c.margin, margin_from=c.margin_from, paper_n=c.n, horizon_needed=c.horizon,
              reading=extra.get("reading", c.reading), paper_text=c.text)
     return r
 

@@ -39,6 +39,7 @@ from reproduce.lockin_common import (
     differs_from_paper,
     format_number,
     record_seed,
+    replays_paper,
     save_figure,
     value_set,
 )
@@ -153,7 +154,7 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
     for key, label in (("test_half", "epoch test acc >= 0.5"), ("test_099", "epoch test acc >= 0.99"),
                        ("rho", "rho_tian fire epoch"), ("lockin", "slope fire epoch"), ("peak", "peak sigma2/sigma3")):
         rows.append(claim_row(f"lock.long.{key}", f"eta=1e-5 extension (2,000 epochs, seed 0): {label}", long_vals[key],
-                              profile, 1 if lr else 0, horizon=record_horizon(lr) if lr else None,
+                              profile, 1 if lr else 0, horizon=record_horizon(lr) if lr else None, replay=replays_paper(lr),
                               note=why or f"seed {record_seed(lr)}, {record_horizon(lr)} epochs; None = not reached"))
 
     seeds_text = (f"eta in {value_set(etas)}, seeds {sorted({record_seed(r) for r in x2})} per eta, horizon {H} epochs; "

@@ -43,6 +43,7 @@ from reproduce.lockin_common import (
     fire_list,
     format_number,
     record_seed,
+    replays_paper,
     save_figure,
     value_set,
 )
@@ -145,12 +146,13 @@ def target_main(records: list[dict], configs: dict, profile: str, out: Path):
                           sum(v >= 0.95 for v in at_175), len(at_175), profile, horizon=h,
                           note=f"ours {[round(v, 3) for v in at_175]}; the paper's own 5-seed range at 175 starts "
                                "below 0.95 (the claim's statistic)"))
+    replay = replays_paper(grok[0] if grok else None)
     for e in T6_EPOCHS:
         n0 = int(sign[e]["seed0"] is not None)
         rows.append(claim_row(f"lock.sign_match_{e}.seed0", f"Theorem-6 sign-match, paper mode, epoch {e}, seed 0",
-                              sign[e]["seed0"], profile, n0, horizon=h, note="one run on each side"))
+                              sign[e]["seed0"], profile, n0, horizon=h, note="one run on each side", replay=replay))
         rows.append(claim_row(f"lock.median_abs_cos_{e}", f"median |cos| of the top-200 pairs, epoch {e}, seed 0",
-                              sign[e]["abs_cos_seed0"], profile, n0, horizon=h,
+                              sign[e]["abs_cos_seed0"], profile, n0, horizon=h, replay=replay,
                               note=f"ours median over seeds 0-4 {format_number(sign[e]['median_abs_cos'])}"))
     for e in T6_EPOCHS:
         s = sign[e]
@@ -204,10 +206,11 @@ def rank2_rows(grok: list[dict], profile: str, horizon) -> list[dict]:
     ratio = value(2, 200) / value(3, 200) if value(2, 200) and value(3, 200) else None
     note = (f"seed 0: sigma2 {format_number(value(2, 150))} -> {format_number(value(2, 200))}, sigma3 "
             f"{format_number(value(3, 150))} -> {format_number(value(3, 200))} (epochs 150 -> 200)")
+    replay = replays_paper(seed0)
     return [claim_row("lock.rank2_s3_drop", "sigma3(150) / sigma3(200), W = 20, seed 0", drop, profile, 1, note=note,
-                      horizon=horizon),
+                      horizon=horizon, replay=replay),
             claim_row("lock.rank2_ratio_200", "sigma2/sigma3 at epoch 200, W = 20, seed 0", ratio, profile, 1,
-                      note=note, horizon=horizon)]
+                      note=note, horizon=horizon, replay=replay)]
 
 
 # --- target 2: window sweep -----------------------------------------------------------------------

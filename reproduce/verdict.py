@@ -17,7 +17,12 @@ claim's kind, value, interval and margin; the verdict follows from the row alone
   different size`` when ours and the paper's lie on the same side of the row's no-effect value
   (``null``) with our interval excluding it, else ``not reproduced``; otherwise ``inconclusive:
   too few runs``, with the number of runs that would decide it at the observed spread. One run
-  has no interval: it is compared as a point only with a claim that is one run too.
+  has no interval: it is compared as a point only with a claim that is one run too, and only when
+  that comparison can mean something: the claim's margin is a run-to-run spread
+  (``margin_from``: ``seed spread``), or our run replays the paper's (``replay``: the same
+  deterministic computation, seed and data order, so any gap is a real difference). Otherwise,
+  with a margin of printed precision, one run against one run is ``inconclusive: too few runs``
+  whichever way it falls.
 * a **p-value** (or a test of counts) by its decision at alpha: ``same decision`` when both reject
   with the same sign, ``not reproduced`` when the decisions or signs differ with ours rejecting,
   ``inconclusive: too few runs`` when ours does not reject (absence of evidence).
@@ -88,6 +93,11 @@ def verdict(r: dict) -> str:
     'same direction, different size: our 95% interval [0.047, 0.07] excludes 0.113'
     >>> verdict({**row("p", "q", 130, 140, "medium", 3, ours_ci=[130, 140], ci_level=0.75), **c, "margin": 10})
     'inconclusive: too few runs: our 75% interval [130, 140] has less than the 90% coverage a verdict needs'
+    >>> one = dict(c, paper_n=1, margin=0.005, margin_from="precision")
+    >>> verdict({**row("p", "q", 0.48, 0.26, "medium", 1), **one}).split(" (")[0]
+    'inconclusive: too few runs: one run on each side'
+    >>> verdict({**row("p", "q", 0.48, 0.26, "medium", 1), **one, "replay": "same seed and code"})
+    "not reproduced: our replay of the paper's run (0.26) excludes 0.48"
     >>> verdict({**row("p", "q", 0.46, 1.0, "medium", 1), **c, "horizon": 1000, "horizon_needed": 20000})
     'not run here (horizon): ours at 1,000 epochs, the claim needs 20,000'
     >>> verdict({**row("p", "q", 0.0511, None, "medium", 0, not_run="compute: 86 CPU-h measured"), **c})
@@ -167,11 +177,16 @@ def _equivalence(r: dict, ours: float, paper: float) -> str:
     margin = r.get("margin")
     ci = _interval(r.get("ours_ci"))
     single = ci is None and int(r.get("n") or 0) <= 1 and r.get("paper_n") == 1
+    if single and not (r.get("replay") or r.get("margin_from") == "seed spread"):
+        return (f"inconclusive: too few runs: one run on each side ({_g(ours)} against {_g(paper)}), a margin "
+                f"(+- {_g(margin)}) that measures precision, not run-to-run spread, and a run that does not replay "
+                "the paper's: a gap cannot be told from seed noise, nor agreement from luck")
     if single:
         ci = [ours, ours]
     if ci is None or not _finite(margin):
         return f"inconclusive: too few runs: no interval from n = {r.get('n')}"
-    shown = f"one run on each side ({_g(ours)})" if single else f"our {_level(r)} [{_g(ci[0])}, {_g(ci[1])}]"
+    one_run = "our replay of the paper's run" if r.get("replay") else "one run on each side"
+    shown = f"{one_run} ({_g(ours)})" if single else f"our {_level(r)} [{_g(ci[0])}, {_g(ci[1])}]"
     outcome = equivalence(ci, paper, margin)
     weak = "" if single else _undercovered(r)
     test_p, name = r.get("test_p"), r.get("test_name", "test")

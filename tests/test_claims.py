@@ -131,3 +131,30 @@ def test_an_interval_under_90_percent_coverage_decides_nothing(ci, level, test_p
     r = {**row("p", "q", 130, sum(ci) / 2, "medium", 3, ours_ci=ci, ci_level=level, test_p=test_p, test_name="Mann-Whitney"),
          "claim": "x", "kind": "estimate", "margin": 10, "paper_n": 8}
     assert verdict_class(verdict(r)) == expected
+
+
+@pytest.mark.parametrize("ours, margin_from, replay, expected", [
+    (0.26, "precision", "", "inconclusive: too few runs"),  # a gap of 0.22, but seeds may differ that much
+    (0.48, "precision", "", "inconclusive: too few runs"),  # agreement at one run proves nothing either
+    (0.26, "precision", "the paper's own run repeated", "not reproduced"),
+    (0.481, "precision", "the paper's own run repeated", "matches the paper in number"),
+    (0.26, "seed spread", "", "not reproduced"),  # outside the paper's run-to-run spread
+    (0.47, "seed spread", "", "matches the paper in number"),
+])
+def test_one_run_against_one_run_decides_only_with_a_spread_or_a_replay(ours, margin_from, replay, expected):
+    from reproduce.report import row
+    from reproduce.verdict import verdict, verdict_class
+
+    r = {**row("p", "q", 0.48, ours, "medium", 1, replay=replay), "claim": "x", "kind": "estimate",
+         "margin": 0.005 if margin_from == "precision" else 0.02, "margin_from": margin_from, "paper_n": 1}
+    assert verdict_class(verdict(r)) == expected
+
+
+def test_a_one_run_claim_says_what_its_margin_measures(tmp_path):
+    assert claim("fig6.pr_norm_100").margin_from == "precision"
+    assert claim("lock.relu_sign_100").margin_from == "seed spread"
+    assert claim("wd.lambda_c").margin_from == ""
+    with pytest.raises(ValueError, match="fig6.pr_norm_100.*margin_from"):
+        _edited(tmp_path, "fig6.pr_norm_100", "margin_from", "")
+    with pytest.raises(ValueError, match="wd.lambda_c.*margin_from"):
+        _edited(tmp_path, "wd.lambda_c", "margin_from", "precision")
