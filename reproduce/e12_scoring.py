@@ -74,7 +74,8 @@ def _replay(records: list[dict], control: dict, peaks: dict) -> list[dict]:
 
 
 def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 10000, window: int | None = None) -> dict:
-    """Outcomes per group, variant and pair; every contrast's paired tests (JSON-ready)."""
+    """Outcomes per group, variant and pair; every contrast's paired tests and each pair's headline
+    outcomes (``per_pair``: group -> ``"seed_lambda"`` -> outcome), JSON-ready."""
     table = {g: {(r["config"]["seed"], r["config"]["wd"]): r for r in recs} for g, recs in groups.items()}
     pairs = sorted(peaks)
     heads = {k: reinitialised_heads(table.get("B", {}).get(k, {})) for k in pairs}
@@ -112,10 +113,14 @@ def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 1
         reject, p_adj = correct([t["p_value_t"] for t in family], "bonferroni")
         for t, r, p in zip(family, reject, p_adj):
             t["p_bonferroni"], t["reject_bonferroni"] = float(p), bool(r)
+    # each pair's headline outcomes, so that a reader can check every contrast by hand
+    per_pair = {g: {f"{k[0]}_{k[1]:g}": outcomes for i, k in enumerate(pairs)
+                    if (outcomes := {o: float(v[o][i]) for o in E12_OUTCOMES if math.isfinite(v[o][i])})}
+                for g, v in ((g, values[g]["headline"]) for g in values)}
     excluded = {g: [r.get("excluded_reason") for r in recs if r["status"] == "excluded"] for g, recs in groups.items()}
     horizon = max((r["config"].get("max_epochs") or 0 for r in groups["A"]), default=0)
     return {"pairs": pairs, "horizon": horizon, "controls": [_control_facts(table["A"][k], peaks[k]) for k in pairs], "tests": tests,
-            "excluded": excluded, "replay": _replay(groups.get("R", []), table["A"], peaks),
+            "per_pair": per_pair, "excluded": excluded, "replay": _replay(groups.get("R", []), table["A"], peaks),
             "reinitialised_heads": {f"{k[0]}_{k[1]:g}": v for k, v in heads.items() if v},
             "n_runs": {g: len(recs) for g, recs in groups.items()}}
 

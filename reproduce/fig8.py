@@ -189,6 +189,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     if pre_scored is not None:
         summary["before_grok"] = {"E": {f"{k[0]}_{k[1]:g}": e for k, e in pre_peaks.items()},
                                   "controls": pre_scored["controls"], "tests": pre_scored["tests"],
+                                  "per_pair": pre_scored["per_pair"],
                                   "n_runs": pre_scored["n_runs"]}
     write_outputs(out, summary, [{k: v for k, v in r.items() if k not in ("contrast", "stratum", "outcome")} for r in rows])
     return summary

@@ -118,6 +118,10 @@ def test_e12_scores_every_group_on_the_same_window_and_reading(tmp_path):
     assert scored["excluded"]["C"] == ["non-finite gradient"]
     assert [c["E_before_grok"] for c in scored["controls"]] == [False] * 6  # E 150 is not before grokking at 150
     assert scored["controls"][0]["peak_sum_layers"] == pytest.approx(0.5)
+    per_pair = scored["per_pair"]  # each pair's outcomes, which the contrasts are differences of
+    assert set(per_pair) == {"A", "B", "C", "P"} and "0_1" not in per_pair["C"] and len(per_pair["C"]) == 5
+    diffs = [per_pair["B"][k]["peak_ent"] - per_pair["A"][k]["peak_ent"] for k in per_pair["A"]]
+    assert np.mean(diffs) == pytest.approx(ba["mean_diff"])
     (replay,) = scored["replay"]
     assert replay["identical"] and replay["epochs_compared"] > 0
     window = score_pairs(groups, peaks, n_bootstrap=200, window=15)  # (150, 165]
