@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
 
 import pytest
 
@@ -50,9 +49,8 @@ def test_report_regenerates_from_the_shipped_records_without_training(shipped):
     from reproduce import all as reproduce_all
 
     before = set(p for p in shipped.rglob("record.json"))
-    start = time.perf_counter()
+    # how long this takes is measured, not asserted (README, "Measured"): a loaded machine is slower
     report = reproduce_all.main(["--profile", "medium", "--out", str(shipped), "--no-train"])
-    assert time.perf_counter() - start < 120
     assert set(p for p in shipped.rglob("record.json")) == before  # nothing trained, nothing added
     assert _table(report.read_text()) == _table((MEDIUM / "REPORT.md").read_text())
 
