@@ -218,7 +218,7 @@ def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, wher
                                   f"({contrast.split('-')[1]} {_g(test.get('mean_a'))})",
                                   f"p_t {_g(test.get('p_value_t'))}", f"Wilcoxon p {_g(test.get('wilcoxon_p'))}",
                                   f"Bonferroni {_g(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
-                                  f"{test.get('n_dropped')} pairs dropped" if test.get("n_dropped") else "",
+                                  _dropped(test.get("n_dropped")),
                                   "the placebo is beyond the paper" if "P" in contrast else "",
                                   f"missing runs: {lacking}" if missing else "")
                 common = dict(profile=profile, n=test["n"], invalid=invalid, **sensitivity)
@@ -268,3 +268,8 @@ def pre_grok_rows(scored: dict, profile: str, planned: int, where: str) -> list[
 
 def _g(x) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.3g}"
+
+
+def _dropped(n: int | None) -> str:
+    """Pairs left out because one side has no run for that seed."""
+    return f"{n} pair{'s' if n != 1 else ''} dropped" if n else ""
