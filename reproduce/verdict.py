@@ -89,6 +89,8 @@ def verdict(r: dict) -> str:
     'matches the paper in number: our 95% interval [0.012, 0.02] lies within 0.0158 +- 0.0049'
     >>> verdict({**row("p", "q", 0.0158, 0.0246, "medium", 20, ours_ci=[0.0141, 0.0551]), **c}).split(";")[0]
     'inconclusive: too few runs: our 95% interval [0.0141, 0.0551] is wider than 0.0158 +- 0.0049'
+    >>> verdict({**row("p", "q", 2136, 2348, "medium", 8, ours_ci=[2089, 2606]), **c, "margin": 420}).split(";")[0]
+    'inconclusive: too few runs: our 95% interval [2089, 2606] does not exclude 2136 and reaches past 2136 +- 420'
     >>> verdict({**row("p", "q", 0.113, 0.059, "medium", 3, ours_ci=[0.047, 0.070], null=0), **c, "margin": 0.017})
     'same direction, different size: our 95% interval [0.047, 0.07] excludes 0.113'
     >>> verdict({**row("p", "q", 130, 140, "medium", 3, ours_ci=[130, 140], ci_level=0.75), **c, "margin": 10})
@@ -216,7 +218,10 @@ def _equivalence(r: dict, ours: float, paper: float) -> str:
         more = "" if not need else (f"; about {need} runs would decide it at this spread" if need <= 1000 else
                                     "; more than 1,000 runs would be needed at this spread")
     tested = f" ({why})" if _finite(test_p) else ""
-    return (f"inconclusive: too few runs: {shown} is wider than {_g(paper)} +- {_g(margin)}{tested}{more}")
+    # An interval narrower than the margin's band can still straddle its edge: say which case it is.
+    where = ("is wider than" if ci[1] - ci[0] > 2 * margin else
+             f"does not exclude {_g(paper)} and reaches past")
+    return (f"inconclusive: too few runs: {shown} {where} {_g(paper)} +- {_g(margin)}{tested}{more}")
 
 
 def verdict_class(text: str) -> str:
