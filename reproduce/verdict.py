@@ -218,9 +218,14 @@ def _equivalence(r: dict, ours: float, paper: float) -> str:
         more = "" if not need else (f"; about {need} runs would decide it at this spread" if need <= 1000 else
                                     "; more than 1,000 runs would be needed at this spread")
     tested = f" ({why})" if _finite(test_p) else ""
-    # An interval narrower than the margin's band can still straddle its edge: say which case it is.
-    where = ("is wider than" if ci[1] - ci[0] > 2 * margin else
-             f"does not exclude {_g(paper)} and reaches past")
+    # An interval narrower than the margin's band can still straddle its edge: say which case it is
+    # (a row with its own test can be undecided by that test while its interval excludes the value).
+    if ci[1] - ci[0] > 2 * margin:
+        where = "is wider than"
+    elif ci[0] <= paper <= ci[1]:
+        where = f"does not exclude {_g(paper)} and reaches past"
+    else:
+        where = "reaches past"
     return (f"inconclusive: too few runs: {shown} {where} {_g(paper)} +- {_g(margin)}{tested}{more}")
 
 
