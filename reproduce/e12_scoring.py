@@ -21,6 +21,8 @@ PAPER = "2605.20441 Fig. 8 (E12)"
 #: the paper's contrasts, then the placebo's (beyond the paper)
 CONTRASTS = (("B", "A"), ("C", "A"), ("C", "B"), ("P", "A"), ("B", "P"), ("C", "P"))
 PAPER_CONTRASTS = ("B-A", "C-A", "C-B")
+#: Bonferroni families: the paper's (intervention_stats.json's note) and, the same way, the placebo's
+FAMILIES = {"paper": PAPER_CONTRASTS, "placebo": ("P-A", "B-P", "C-P")}
 #: the cohort's reading first (docs/sigma_h_readings.md), then the sensitivity variants
 VARIANTS = {"headline": {"reading": "sum_layers"}, "released": {"reading": "released"},
             "untouched heads": {"reading": "untouched"}, "first 20 epochs after E skipped": {"skip_epochs": 20},
@@ -107,12 +109,14 @@ def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 1
                     except ValueError as err:
                         res = {"error": str(err), "n": int((np.isfinite(x) & np.isfinite(y)).sum())}
                     tests.append({"contrast": f"{b}-{a}", "variant": variant, "stratum": stratum, "outcome": outcome, **res})
-    # the paper's family: its three contrasts x its outcomes, Bonferroni (intervention_stats.json's note)
-    family = [t for t in tests if t["variant"] == "headline" and t["contrast"] in PAPER_CONTRASTS and t.get("p_value_t") is not None]
-    if family:
-        reject, p_adj = correct([t["p_value_t"] for t in family], "bonferroni")
-        for t, r, p in zip(family, reject, p_adj):
-            t["p_bonferroni"], t["reject_bonferroni"] = float(p), bool(r)
+    # each family: its three contrasts x the outcomes, Bonferroni (the paper's, per intervention_stats.json's
+    # note; the placebo's contrasts are corrected the same way, as their own family)
+    for name, contrasts in FAMILIES.items():
+        family = [t for t in tests if t["variant"] == "headline" and t["contrast"] in contrasts and t.get("p_value_t") is not None]
+        if family:
+            reject, p_adj = correct([t["p_value_t"] for t in family], "bonferroni")
+            for t, r, p in zip(family, reject, p_adj):
+                t["p_bonferroni"], t["reject_bonferroni"], t["family"] = float(p), bool(r), name
     # each pair's headline outcomes, so that a reader can check every contrast by hand
     per_pair = {g: {f"{k[0]}_{k[1]:g}": outcomes for i, k in enumerate(pairs)
                     if (outcomes := {o: float(v[o][i]) for o in E12_OUTCOMES if math.isfinite(v[o][i])})}

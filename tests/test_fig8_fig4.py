@@ -113,6 +113,11 @@ def test_e12_scores_every_group_on_the_same_window_and_reading(tmp_path):
     assert test("B-A", "released")["mean_diff"] == pytest.approx(ba["mean_diff"] / 2)
     assert test("P-A")["mean_diff"] == pytest.approx(-0.01, abs=0.003)  # the placebo's regression to the mean
     assert test("B-P")["mean_diff"] == pytest.approx(-0.03, abs=0.005)
+    # the placebo's contrasts are their own Bonferroni family: 3 contrasts x the outcomes tested
+    placebo = [t for t in scored["tests"] if t["variant"] == "headline" and t.get("family") == "placebo"]
+    assert {t["contrast"] for t in placebo} == {"P-A", "B-P", "C-P"} and ba["family"] == "paper"
+    bp = test("B-P")
+    assert bp["p_bonferroni"] == pytest.approx(min(1.0, bp["p_value_t"] * len(placebo)))
     ca = test("C-A")
     assert ca["n"] == 5 and ca["n_dropped"] == 1  # the excluded run drops its pair, never silently
     assert scored["excluded"]["C"] == ["non-finite gradient"]

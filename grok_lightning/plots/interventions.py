@@ -39,7 +39,7 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
         face = color if (t.get("n") or 0) >= MIN_PAIRS_COHEN_D else "white"
         ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, markerfacecolor=face, capsize=3)
     ax.plot([], [], "*", color="black", label="paper d")
-    ax.plot([], [], "o", color="tab:red", label="ours, Bonferroni-significant")
+    ax.plot([], [], "o", color="tab:red", label="ours, Bonferroni-significant in its family")
     ax.plot([], [], "o", color="tab:blue", label="ours, not significant")
     ax.plot([], [], "o", color="tab:blue", markerfacecolor="white",
             label=f"ours, < {MIN_PAIRS_COHEN_D} pairs: not scored")
