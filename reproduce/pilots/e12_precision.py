@@ -47,11 +47,15 @@ def summarise(record: dict, horizon: int) -> dict:
 
 def compare(fp32: dict, bf16: list[dict]) -> dict:
     """Per value: the FP32 run's gap to the bf16 run of its seed, the bf16 spread over seeds, and
-    whether the gap is within it.
+    whether the gap is within it. A value one side lacks (a run that has not grokked by the
+    horizon has no grok epoch) cannot be compared: ``within`` is None and so is ``holds`` unless
+    another value already fails.
 
     >>> a = {"seed": 7, "grok_epoch": 2350.0, "min_s_bar": 0.76, "peak_sigma_H": 0.31}
     >>> b = [dict(a), {"seed": 11, "grok_epoch": 2300.0, "min_s_bar": 0.77, "peak_sigma_H": 0.25}]
     >>> compare(dict(a, grok_epoch=2330.0), b)["holds"]
+    True
+    >>> compare(dict(a, grok_epoch=None), b)["holds"] is None
     True
     """
     same = next((r for r in bf16 if r["seed"] == fp32["seed"]), None)
@@ -61,8 +65,10 @@ def compare(fp32: dict, bf16: list[dict]) -> dict:
         spread = float(max(values) - min(values)) if len(values) > 1 else None
         gap = None if same is None or same[name] is None or fp32[name] is None else abs(fp32[name] - same[name])
         checks[name] = {"fp32": fp32[name], "bf16_same_seed": None if same is None else same[name], "gap": gap,
-                        "bf16_spread": spread, "within": gap is not None and spread is not None and gap <= spread}
-    return {"checks": checks, "holds": all(c["within"] for c in checks.values()), "n_bf16_seeds": len(bf16)}
+                        "bf16_spread": spread, "within": None if gap is None or spread is None else gap <= spread}
+    within = [c["within"] for c in checks.values()]
+    holds = False if False in within else (None if None in within else True)
+    return {"checks": checks, "holds": holds, "n_bf16_seeds": len(bf16)}
 
 
 def main(argv=None) -> Path:
@@ -87,8 +93,9 @@ def main(argv=None) -> Path:
              "| value | FP32 | bf16, same seed | gap | bf16 spread over seeds | within |", "|---|---|---|---|---|---|"]
     lines += [f"| {name} | {c['fp32']} | {c['bf16_same_seed']} | {c['gap']} | {c['bf16_spread']} | {c['within']} |"
               for name, c in result["checks"].items()]
-    lines += ["", f"bf16 {'holds' if result['holds'] else 'does not hold'} ({result['n_bf16_seeds']} bf16 runs; "
-              "the rule is in reproduce/pilots/e12_precision.py)."]
+    verdict = {True: "holds", False: "does not hold",
+               None: "is undecided: a value one side lacks by the horizon cannot be compared"}[result["holds"]]
+    lines += ["", f"bf16 {verdict} ({result['n_bf16_seeds']} bf16 runs; the rule is in reproduce/pilots/e12_precision.py)."]
     (args.out / "e12_precision.md").write_text("\n".join(lines) + "\n")
     print(json.dumps({"holds": result["holds"]}))
     return args.out
