@@ -83,6 +83,19 @@ def fit_group(records: list[dict], arch: str):
     return fit, "Laplace 0.5 (as the paper, Mamba)" if arch == "mamba" else "unsmoothed"
 
 
+def no_estimate_reason(records: list[dict], fit) -> str:
+    """Why runs that are there give no lambda_c yet (the row is then inconclusive, not 'not run')."""
+    wds = sorted({r["config"]["wd"] for r in records})
+    n_grok = sum(is_grokked(r) for r in records)
+    span = f"lambda {wds[0]:g}" + (f"-{wds[-1]:g}" if len(wds) > 1 else "") if wds else "no lambda"
+    if fit is None or len(wds) < 2:
+        return f"runs at one lambda only ({span}): no edge to fit"
+    if fit.status in ("all_grokked", "none_grokked"):
+        which = "every" if fit.status == "all_grokked" else "no"
+        return f"{which} fitted run grokked ({n_grok}/{len(records)} at {span}): no edge to fit"
+    return f"the logistic fit gave no lambda_c ({fit.status}, {n_grok}/{len(records)} grokked at {span})"
+
+
 def truncate_to_horizon(record: dict, horizon: int) -> dict:
     """The record's outcome as a run of ``horizon`` epochs would have had it (grokked by then, or
     diverged by then); records that already end there are returned as they are."""
@@ -144,9 +157,11 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
         entries.append({"label": label, "paper_key": key, "wd_c": float(fit.wd_c) if good else None, "wd_c_ci": ci,
                         "status": fit.status if fit else how, "n": len(recs), "n_grok": n_grok, "fit": how})
         note = f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon}"
+        why = None if good else no_estimate_reason(fitted, fit)
         rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(recs), ours_ci=ci,
-                              note=note, horizon=horizon) if key in CLAIMS else
-                    row(PAPER, f"lambda_c, {label}", None, entries[-1]["wd_c"], profile, len(recs), ours_ci=ci, note=note))
+                              note=note, horizon=horizon, no_estimate=why) if key in CLAIMS else
+                    row(PAPER, f"lambda_c, {label}", None, entries[-1]["wd_c"], profile, len(recs), ours_ci=ci, note=note,
+                        no_estimate=why))
     if profile == "medium":  # the probes medium does not train: their measured cost instead
         more_entries, more_rows = not_run_rows(records, profile)
         entries, rows = entries + more_entries, rows + more_rows

@@ -36,7 +36,8 @@ def row(paper: str, quantity: str, paper_value, ours, profile: str, n, paper_ci=
     (a p-value row: our effect has the paper's sign), ``sensitivity`` (another reading; never
     counted), ``expected`` (an identity of ours without a paper value), ``not_run`` (why there is
     no number of ours, e.g. the measured compute it would need), ``min_n`` and ``min_n_reason``
-    (the fewest runs at which the estimate is scored at all), ``replay`` (why our one run is the
+    (the fewest runs at which the estimate is scored at all), ``no_estimate`` (why runs that are
+    there give no number yet: the verdict is then ``inconclusive``), ``replay`` (why our one run is the
     paper's own run repeated, so a one-run comparison decides)."""
     return dict(paper=paper, quantity=quantity, paper_value=paper_value, paper_ci=paper_ci, ours=ours,
                 ours_ci=ours_ci, profile=profile, n=n, note=note, null=null, invalid=invalid, **extra)

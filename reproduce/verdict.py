@@ -7,7 +7,8 @@ claim's kind, value, interval and margin; the verdict follows from the row alone
 * ``invalid test``: the design cannot show the effect (``invalid`` says why).
 * ``not run here``: no number of ours (with the row's ``not_run`` reason in brackets, e.g. the
   measured compute it would need); ``not run here (horizon)``: our runs end before the epoch the
-  claim needs.
+  claim needs. Runs that are there but give no estimate yet (``no_estimate`` says why, e.g. every
+  run grokked, so a lambda_c fit has no edge) are ``inconclusive: too few runs``.
 * an **estimate, fraction or published sample** is judged by equivalence
   (:mod:`grok_lightning.stats.equivalence`): ``matches the paper in number`` when our interval
   lies inside the paper's value -+ the claim's margin; a difference when our interval excludes
@@ -104,6 +105,8 @@ def verdict(r: dict) -> str:
     'not run here (horizon): ours at 1,000 epochs, the claim needs 20,000'
     >>> verdict({**row("p", "q", 0.0511, None, "medium", 0, not_run="compute: 86 CPU-h measured"), **c})
     'not run here (compute: 86 CPU-h measured)'
+    >>> verdict({**row("p", "q", 0.0511, None, "medium", 4, no_estimate="4/4 grokked, no edge to fit"), **c})
+    'inconclusive: too few runs: 4/4 grokked, no edge to fit'
     >>> verdict({**row("p", "q", -1.19, 1.008, "medium", 2, ours_ci=[-0.90, 2.76], null=0, min_n=4), **c, "margin": 0.84})
     'inconclusive: too few runs: n = 2 is below the 4 this estimate needs'
     >>> verdict({**row("p", "q", 2.56e-7, 3e-16, "medium", 12), **c, "kind": "identity", "margin": 1e-5})
@@ -117,6 +120,8 @@ def verdict(r: dict) -> str:
     kind = r.get("kind")
     if _finite(r.get("horizon")) and _finite(r.get("horizon_needed")) and r["horizon"] < r["horizon_needed"]:
         return f"not run here (horizon): ours at {r['horizon']:,} epochs, the claim needs {r['horizon_needed']:,}"
+    if ours is None and r.get("no_estimate") and int(r.get("n") or 0) > 0:
+        return f"inconclusive: too few runs: {r['no_estimate']}"
     if ours is None or (isinstance(ours, float) and not math.isfinite(ours)):
         return f"not run here ({r['not_run']})" if r.get("not_run") else "not run here"
     if r.get("claim") and _finite(r.get("min_n")) and int(r.get("n") or 0) < r["min_n"]:

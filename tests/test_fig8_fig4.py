@@ -325,6 +325,12 @@ def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cos
     for cid in ("fig10.lstm_4L_h512_mod_add", "fig10.mamba_4L_d128_mod_add", "fig10.mamba_e2", "fig10.mamba_mul"):
         assert rows[cid]["ours"] is None and verdict(rows[cid]).startswith("not run here (")
     assert [e["status"] for e in summary["entries"]][1:] == ["not run here", "not run here"]
+    from reproduce.claims import claim
+    grokked_only = [r for r in records if r["config"]["wd"] == 0.07]
+    fig10.analyse(grokked_only + [r for r in records if r["config"]["wd"] == 0.05][:1], "medium", tmp_path / "one_side")
+    one_side = {r["claim"]: r for r in json.loads((tmp_path / "one_side" / "rows.json").read_text())}
+    assert verdict({**one_side["fig10.mlp_4L_h512_mod_add"], "margin": claim("fig10.mlp_4L_h512_mod_add").margin}) == (
+        "inconclusive: too few runs: every fitted run grokked (4/4 at lambda 0.05-0.07): no edge to fit")
     empty = fig10.analyse([], "medium", tmp_path / "empty", missing=["cross_arch.yaml (medium): 12 of 12 runs missing"])
     assert empty["horizon"] is None and len(empty["entries"]) == 2  # the LSTM and Mamba lines; no MLP yet
     assert (tmp_path / "empty" / "fig10_architectures.png").exists()
