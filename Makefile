@@ -34,7 +34,7 @@ DEVICE ?= cuda
 GPU_CHECK_OUT ?= gpu_check.json
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast gpu-check gpu-pilots reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install demo test test-fast gpu-check gpu-pilots gpu-systems reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -138,6 +138,9 @@ benchmarks: install ## performance benchmarks (minutes; numbers go into docs/per
 
 gpu-pilots: install ## one GPU window of open pilots as ensembles (Fig. 2 arms, E12 control), records into results/pilots (DEVICE=cpu: tiny)
 	$(PY) benchmarks/gpu_pilots.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny --root reproduction/gpu_pilots,--deadline 540)
+
+gpu-systems: install ## the paper's GPU-sized systems (Fig. 10 MLP, LSTM; Fig. 9 small) as ensembles in one window, records into results/paper (DEVICE=cpu: tiny)
+	$(PY) benchmarks/gpu_systems.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny --root reproduction/gpu_systems,--deadline 540)
 
 gpu-check: install ## device check -> one JSON (DEVICE=cuda: <= 10 min on one GPU; DEVICE=cpu: tiny, minutes)
 	$(PY) benchmarks/gpu_check.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny,--deadline 540) --out $(GPU_CHECK_OUT)

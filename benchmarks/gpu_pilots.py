@@ -74,6 +74,7 @@ def shrunk(sweep_file: Path, out_dir: Path, device: str, tiny: bool, compile_mod
 
 def run_part(sweep_file: Path, out: Path, seconds: float | None, ensemble_size: int, workers: int) -> dict:
     from grok_lightning.records import iter_records
+    from grok_lightning.sweep.grid import load_sweep
     from grok_lightning.sweep.launchers import run_sweep
 
     start = time.perf_counter()
@@ -81,7 +82,8 @@ def run_part(sweep_file: Path, out: Path, seconds: float | None, ensemble_size: 
         result = run_sweep(sweep_file, profile="paper", out=out, workers=workers, ensemble_size=ensemble_size,
                            threads_per_worker=1, extend=True, stream=sys.stdout)
     wall = time.perf_counter() - start
-    records = [r for _, r in iter_records(out / "runs")]
+    planned = {spec.run_id for spec in load_sweep(sweep_file, profile="paper").expand()}
+    records = [r for _, r in iter_records(out / "runs") if r.get("run_id") in planned]  # this part's, not the store's
     member_epochs = sum(epochs_reached(r) for r in records)
     return {"out": str(out), "wall_s": round(wall, 1), "time_box_s": seconds, "cut_by_time_box": bool(result.interrupted),
             "statuses": result.statuses, "member_epochs": member_epochs,

@@ -100,6 +100,7 @@ def main(argv=None) -> Path:
             times_path.parent.mkdir(parents=True, exist_ok=True)
             times_path.write_text(json.dumps(times, indent=1))
     left_out = medium_left_out() if args.profile == "medium" else {}
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # --no-train with no records at all: the report says so
     report = write_report(Path(args.out), _read_times(times_path), args.profile, left_out, not_run)
     print(f"report: {report}")
     return report

@@ -27,6 +27,7 @@ from reproduce.common import (
     describe,
     n_params,
     parse_args,
+    planned_configs,
     records_if_any,
     sweep_records,
     sweep_summary,
@@ -36,6 +37,16 @@ from reproduce.pilots.costs import compute_needed
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 1"
+
+
+def planned_at_collapse(profile: str) -> str:
+    """Why there is no lambda >= 5 run yet: the runs the profile plans there, or that it plans none."""
+    planned = [c for name in ("canonical_wd.yaml", "regime_map.yaml") for c in planned_configs(name, profile)
+               if c["model"]["init_args"]["weight_decay"] >= 5]
+    if not planned:
+        return f"no lambda = 10 run in the {profile} profile"
+    epochs = sorted({c["trainer"]["max_epochs"] for c in planned})
+    return f"none shipped yet of the {len(planned)} lambda = 10 runs planned at {', '.join(f'{e:,}' for e in epochs)} epochs"
 
 
 def analyse(small: list[dict], others: list[dict], profile: str, out: Path, criterion: CollapseCriterion,
@@ -65,12 +76,13 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     # the order-statistic interval of the median (its real coverage: 75% for 3 runs)
     median = median_interval(last_s) if last_s else None
     horizon_10 = min((r["config"].get("max_epochs") or 0 for r in at_10), default=info["horizon"])
+    waiting = None if at_10 else planned_at_collapse(profile)
     rows = [
         row(PAPER, "fraction of lambda = 10 runs in collapse (s_bar = 1, no grok)", None,
-            len(collapsed) / len(at_10) if at_10 else None, profile, len(at_10)),
+            len(collapsed) / len(at_10) if at_10 else None, profile, len(at_10), not_run=waiting),
         claim_row("fig1.collapse", "s_bar at the horizon, lambda = 10 (median)", median.estimate if median else None,
                   profile, len(last_s), horizon=horizon_10, ours_ci=median.ci if median else None,
-                  ci_level=median.coverage if median else None,
+                  ci_level=median.coverage if median else None, not_run=waiting,
                   note=f"s_bar per run {[round(s, 4) for s in last_s]}; {len(collapsed)}/{len(at_10)} classified collapse"),
     ]
     for wd in sorted({r["config"]["wd"] for r in records if 2 < r["config"]["wd"] < 5}):  # between grokking and collapse

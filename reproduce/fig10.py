@@ -191,8 +191,9 @@ def main(argv=None) -> Path:
         records += [r for r in sweep_records("canonical_wd.yaml", "smoke", root / "fig5", args.launch)[0]
                     if r["config"]["wd"] in wds]
     elif args.profile == "paper":  # medium: the MLP alone (no transformer run at 10,000 epochs on CPU)
-        records += [r for r in sweep_records("multitask.yaml", "paper", root / "fig9", args.launch)[0]
-                    if r["config"]["data"]["operation"] == "add"]
+        # records_if_any: a GPU window may have trained the probes before any transformer run
+        transformers, _ = records_if_any("multitask.yaml", "paper", root / "fig9", args.launch, "fig10 transformer rows")
+        records += [r for r in transformers if r["config"]["data"]["operation"] == "add"]
     analyse(records, args.profile, out, missing=missing)
     print(f"fig10: {out / 'fig10_architectures.png'}")
     return out

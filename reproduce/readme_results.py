@@ -22,6 +22,18 @@ from reproduce.report import claim_verdicts, counts_line, format_value, read_row
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 
+def _need(text: str) -> str:
+    """What a 'not run here' claim needs, from its verdict.
+
+    >>> _need("not run here (compute: LSTM 824 CPU-h measured (4.2 CPU-s/epoch))")
+    'compute: LSTM 824 CPU-h measured (4.2 CPU-s/epoch)'
+    >>> _need("not run here: needs E9")
+    'needs E9'
+    """
+    head = "not run here ("
+    return text[len(head):-1] if text.startswith(head) and text.endswith(")") else text.split(": ", 1)[-1]
+
+
 def table(medium: Path) -> str:
     from reproduce.all import medium_left_out
 
@@ -33,7 +45,7 @@ def table(medium: Path) -> str:
         c, r = e["claim"], e["row"]
         word = verdict_class(e["verdict"])
         if r is None or (word == "not run here" and r.get("ours") is None):
-            unscored[e["verdict"].split(": ", 1)[-1]].append(c.id)
+            unscored[_need(e["verdict"])].append(c.id)
             continue
         paper = c.text + (f" {c.ci_text}" if c.ci_text else "")
         ours = f"{format_value(r['ours'], r.get('ours_ci'), r.get('ci_level'))} ({r['n']})"

@@ -103,3 +103,32 @@ def test_gpu_pilots_script_on_cpu_writes_records_the_scorer_reads(tmp_path):
 
     arms = fig2_search.load_arms(tmp_path / "fig2_search", also=())
     assert len(arms) == 9 and all(len(records) == 2 for records in arms.values())
+
+
+def test_gpu_systems_parts_are_the_paper_profiles_own_runs(tmp_path):
+    """Each part of benchmarks/gpu_systems.py narrows a sweep's paper profile to one system: its
+    runs are a subset of the paper profile's (same ids and names), so the paper report reads them."""
+    import gpu_systems
+
+    from grok_lightning.sweep.grid import load_sweep
+
+    sizes = {}
+    for name, sweep_name, zip_axes, _, _, _ in gpu_systems.PARTS:
+        part = {s.run_id: s.name for s in load_sweep(gpu_systems.narrowed(sweep_name, zip_axes, tmp_path, False),
+                                                     profile="paper").expand()}
+        full = {s.run_id: s.name for s in load_sweep(REPO / "configs" / "sweeps" / sweep_name, profile="paper").expand()}
+        assert part.items() <= full.items()
+        sizes[name] = len(part)
+    assert sizes == {"fig10_mlp": 70, "fig10_lstm": 70, "fig9_small": 140}
+
+
+@pytest.mark.slow
+def test_gpu_systems_script_on_cpu_trains_each_part_as_one_ensemble(tmp_path):
+    out = tmp_path / "gpu_systems.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_systems.py"), "--device", "cpu", "--tiny",
+                           "--parts", "fig10_mlp", "--deadline", "300", "--root", str(tmp_path), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    part = json.loads(out.read_text())["parts"]["fig10_mlp"]
+    assert part["statuses"] == {"completed": 4} and part["member_epochs"] == 12
+    assert "4 to run in 1 task(s)" in done.stdout  # the 2 lambdas x 2 seeds stacked as one ensemble

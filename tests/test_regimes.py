@@ -181,6 +181,11 @@ def test_fig1_medium_reads_collapse_at_its_own_horizon_and_names_the_85m_cost(tm
     fig1.analyse(small, short, "medium", tmp_path, CollapseCriterion(), wd_c=None)
     rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
     assert verdict(rows["s_bar at the horizon, lambda = 10 (median)"]).startswith("not run here (horizon)")
+    lambda_3_only = [make_record(3.0, s, grok_epoch=50, horizon=1000) for s in range(2)]
+    fig1.analyse(small, lambda_3_only, "medium", tmp_path, CollapseCriterion(), wd_c=None)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    assert verdict(rows["s_bar at the horizon, lambda = 10 (median)"]) == (
+        "not run here (none shipped yet of the 5 lambda = 10 runs planned at 5,000 epochs)")
 
 
 def test_fig9_analyse_counts_per_task(tmp_path):
