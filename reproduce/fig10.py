@@ -26,8 +26,16 @@ from grok_lightning.plots.common import caption
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from reproduce.claims import claim, claim_row
-from reproduce.common import (cli, n_params, parse_args, planned_configs, records_if_any, sweep_records,
-                              sweep_summary, write_outputs)
+from reproduce.common import (
+    cli,
+    n_params,
+    parse_args,
+    planned_configs,
+    records_if_any,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 10"
