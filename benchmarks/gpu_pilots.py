@@ -104,23 +104,37 @@ def main() -> None:
     end = time.time() + args.deadline
     root, work = Path(args.root), Path(args.root) / ".gpu_pilots"
     work.mkdir(parents=True, exist_ok=True)
-    report = {"args": vars(args), "parts": {}}
-    for name, sweep_name, folder, share, ensembles in PARTS:
+    seeds = 2 if args.tiny else len(SEEDS)
+
+    def start(sweep_name, folder, ensembles):
+        def part(seconds):
+            source = REPO / "configs" / "sweeps" / sweep_name if sweep_name else default_sweep(work)
+            return run_part(shrunk(source, work, args.device, args.tiny, args.compile), root / folder, seconds,
+                            args.ensemble_size if ensembles else 1, 1 if ensembles else seeds)
+        return part
+
+    run_timed_parts([(name, share, start(sweep_name, folder, ensembles))
+                     for name, sweep_name, folder, share, ensembles in PARTS], end, {"args": vars(args)}, Path(args.out))
+
+
+def run_timed_parts(parts, end: float, report: dict, out: Path) -> dict:
+    """Run ``(name, share, part)`` in order, each ``part(seconds)`` given its share of the time
+    left before ``end``; a part with no time left is skipped, a part that fails is reported and
+    the next one still runs. The report is rewritten to ``out`` after every part."""
+    report["parts"] = {}
+    for name, share, part in parts:
         left = end - time.time() - MARGIN_S
         if left <= MARGIN_S:
             report["parts"][name] = {"status": "skipped: no time left"}
             continue
-        source = REPO / "configs" / "sweeps" / sweep_name if sweep_name else default_sweep(work)
         try:
-            seeds = 2 if args.tiny else len(SEEDS)
-            part = run_part(shrunk(source, work, args.device, args.tiny, args.compile), root / folder, left * share,
-                            args.ensemble_size if ensembles else 1, 1 if ensembles else seeds)
-            report["parts"][name] = {"status": "ran", **part}
+            report["parts"][name] = {"status": "ran", **part(left * share)}
         except Exception as err:  # noqa: BLE001 - the next part still gets its time
             report["parts"][name] = {"status": "error", "error": f"{type(err).__name__}: {err}"}
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        out.write_text(json.dumps(report, indent=1))
         print(f"{name}: {report['parts'][name]}", flush=True)
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
+    return report
 
 
 if __name__ == "__main__":

@@ -24,14 +24,12 @@ statuses and member-epochs/s, the throughput a full GPU sweep would be planned f
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import yaml
 from _common import REPO
-from gpu_check import MARGIN_S
-from gpu_pilots import SEEDS, TINY, run_part
+from gpu_pilots import SEEDS, TINY, run_part, run_timed_parts
 
 #: (part, sweep file, its zip narrowed to one system, store under --root, share of the time left,
 #: concurrent ensembles on the device)
@@ -80,23 +78,16 @@ def main() -> None:
     root = Path(args.root)
     work = root / ".gpu_systems"
     work.mkdir(parents=True, exist_ok=True)
-    report = {"args": vars(args), "parts": {}}
-    for name, sweep_name, zip_axes, folder, share, concurrent in PARTS:
-        if name not in args.parts:
-            continue
-        left = end - time.time() - MARGIN_S
-        if left <= MARGIN_S:
-            report["parts"][name] = {"status": "skipped: no time left"}
-            continue
-        try:  # trainer.accelerator stays "auto" (the GPU there), so the run ids are the paper profile's
+
+    def start(sweep_name, zip_axes, folder, concurrent):
+        def part(seconds):  # trainer.accelerator stays "auto" (the GPU there): the run ids are the paper profile's
             path = narrowed(sweep_name, zip_axes, work, args.tiny)
-            part = run_part(path, root / folder / "sweep", left * share, args.ensemble_size, concurrent)
-            report["parts"][name] = {"status": "ran", **part}
-        except Exception as err:  # noqa: BLE001 - the next part still gets its time
-            report["parts"][name] = {"status": "error", "error": f"{type(err).__name__}: {err}"}
-        Path(args.out).write_text(json.dumps(report, indent=1))
-        print(f"{name}: {report['parts'][name]}", flush=True)
-    print(f"wrote {args.out}")
+            return run_part(path, root / folder / "sweep", seconds, args.ensemble_size, concurrent)
+        return part
+
+    run_timed_parts([(name, share, start(sweep_name, zip_axes, folder, concurrent))
+                     for name, sweep_name, zip_axes, folder, share, concurrent in PARTS if name in args.parts],
+                    end, {"args": vars(args)}, Path(args.out))
 
 
 if __name__ == "__main__":

@@ -164,7 +164,10 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
         n_grok = int(sum(is_grokked(r) for r in recs))
         entries.append({"label": label, "paper_key": key, "wd_c": float(fit.wd_c) if good else None, "wd_c_ci": ci,
                         "status": fit.status if fit else how, "n": len(recs), "n_grok": n_grok, "fit": how})
-        note = f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon}"
+        per_wd = ", ".join(f"{wd:g} {sum(is_grokked(r) for r in recs if r['config']['wd'] == wd)}/"
+                           f"{sum(r['config']['wd'] == wd for r in recs)}" for wd in sorted({r["config"]["wd"] for r in recs}))
+        note = (f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon} "
+                f"(per lambda: {per_wd})")
         why = None if good else no_estimate_reason(fitted, fit)
         rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(recs), ours_ci=ci,
                               note=note, horizon=horizon, no_estimate=why) if key in CLAIMS else

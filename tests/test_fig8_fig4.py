@@ -320,6 +320,7 @@ def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cos
     assert rows["fig10.mlp_4L_h512_mod_add"]["n"] == 12 and rows["fig10.mlp_4L_h512_mod_add"]["horizon"] == 10000
     # lambda 0.1 lies past the paper's grid (0.003-0.07): counted and named, not fitted
     assert "lambda 0.1 (past the paper's grid 0.003-0.07): 0/3 grokked, not fitted" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
+    assert "(per lambda: 0.03 0/3, 0.05 1/3, 0.07 3/3, 0.1 0/3)" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
     inside = [r for r in records if r["config"]["wd"] <= 0.07]
     assert summary["entries"][0]["wd_c"] == fig10.fit_group(inside, "mlp")[0].wd_c
     for cid in ("fig10.lstm_4L_h512_mod_add", "fig10.mamba_4L_d128_mod_add", "fig10.mamba_e2", "fig10.mamba_mul"):
