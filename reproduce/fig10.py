@@ -25,7 +25,8 @@ from grok_lightning.plots.architectures import figure_architectures
 from grok_lightning.plots.common import caption
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
-from reproduce.claims import claim, claim_row
+from grok_lightning.stats.intervals import mean_interval
+from reproduce.claims import claim, claim_row, count_row
 from reproduce.common import (
     cli,
     n_params,
@@ -44,6 +45,9 @@ PAPER = "2605.20441 Fig. 10"
 CLAIMS = {"mlp": "fig10.mlp_4L_h512_mod_add", "lstm": "fig10.lstm_4L_h512_mod_add", "mamba": "fig10.mamba_4L_d128_mod_add"}
 PAPER_VALUES = {key: (claim(cid).value, list(claim(cid).ci)) for key, cid in CLAIMS.items()}
 LAPLACE = 0.5
+#: the paper's per-lambda MLP cells (E10) scored in reference/claims.csv: grok counts, grok epoch
+MLP_GROK_CLAIMS = {0.03: "e10.mlp_grok.0.03", 0.05: "e10.mlp_grok.0.05", 0.07: "e10.mlp_grok.0.07"}
+MLP_GROK_EPOCH_CLAIMS = {0.07: "e10.mlp_grok_ep.0.07"}
 
 
 def label_of(record: dict) -> tuple[str, str]:
@@ -102,6 +106,25 @@ def no_estimate_reason(records: list[dict], fit) -> str:
         which = "every" if fit.status == "all_grokked" else "no"
         return f"{which} fitted run grokked ({n_grok}/{len(records)} at {span}): no edge to fit"
     return f"the logistic fit gave no lambda_c ({fit.status}, {n_grok}/{len(records)} grokked at {span})"
+
+
+def mlp_cell_rows(records: list[dict], profile: str, horizon: int) -> list[dict]:
+    """The MLP's per-lambda cells against the paper's: grokked k/n (Wilson interval, Fisher's exact
+    test against the paper's count) and the mean grok epoch (t interval). A cell without runs is
+    'not run here'; the paper's grok epochs come from 10 runs that trained to 10,000 epochs."""
+    rows = []
+    for wd, claim_id in MLP_GROK_CLAIMS.items():
+        at = [r for r in records if r["config"]["wd"] == wd]
+        rows.append(count_row(claim_id, f"MLP grokked at lambda {wd:g}", sum(is_grokked(r) for r in at), len(at), profile,
+                              horizon=horizon, not_run=None if at else f"no MLP run at lambda {wd:g} yet"))
+    for wd, claim_id in MLP_GROK_EPOCH_CLAIMS.items():
+        epochs = [r["grok_epoch"] for r in records if r["config"]["wd"] == wd and is_grokked(r)]
+        mean = mean_interval(epochs) if len(epochs) >= 2 else None
+        rows.append(claim_row(claim_id, f"MLP mean grok epoch at lambda {wd:g}", mean.estimate if mean else None, profile,
+                              len(epochs), ours_ci=mean.ci if mean else None, horizon=horizon,
+                              note=f"grok epochs {sorted(epochs)}",
+                              not_run=None if mean else f"fewer than 2 grokked MLP runs at lambda {wd:g}"))
+    return rows
 
 
 def truncate_to_horizon(record: dict, horizon: int) -> dict:
@@ -173,6 +196,8 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
                               note=note, horizon=horizon, no_estimate=why) if key in CLAIMS else
                     row(PAPER, f"lambda_c, {label}", None, entries[-1]["wd_c"], profile, len(recs), ours_ci=ci, note=note,
                         no_estimate=why))
+    if profile != "smoke":  # the paper's MLP size (smoke's probes are shrunk)
+        rows += mlp_cell_rows([r for r in counted if label_of(r)[1] == "mlp"], profile, horizon)
     if profile == "medium":  # the probes medium does not train: their measured cost instead
         more_entries, more_rows = not_run_rows(records, profile)
         entries, rows = entries + more_entries, rows + more_rows

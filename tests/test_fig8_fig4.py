@@ -321,6 +321,10 @@ def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cos
     # lambda 0.1 lies past the paper's grid (0.003-0.07): counted and named, not fitted
     assert "lambda 0.1 (past the paper's grid 0.003-0.07): 0/3 grokked, not fitted" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
     assert "(per lambda: 0.03 0/3, 0.05 1/3, 0.07 3/3, 0.1 0/3)" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
+    # the paper's E10 cells: counts by Fisher's exact test, the grok epoch by its t interval
+    assert rows["e10.mlp_grok.0.05"]["note"].startswith("ours 1/3, paper 3/10; Fisher exact p = 1")
+    assert verdict(rows["e10.mlp_grok.0.03"]).startswith("inconclusive")  # 0/3 against 0/10: too few runs
+    assert verdict(rows["e10.mlp_grok_ep.0.07"]).startswith("not reproduced")  # 4,000 against 6,990 +- 790
     inside = [r for r in records if r["config"]["wd"] <= 0.07]
     assert summary["entries"][0]["wd_c"] == fig10.fit_group(inside, "mlp")[0].wd_c
     for cid in ("fig10.lstm_4L_h512_mod_add", "fig10.mamba_4L_d128_mod_add", "fig10.mamba_e2", "fig10.mamba_mul"):
