@@ -140,7 +140,7 @@ gpu-pilots: install ## one GPU window of open pilots as ensembles (Fig. 2 arms, 
 	$(PY) benchmarks/gpu_pilots.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny --root reproduction/gpu_pilots,--deadline 540)
 
 gpu-systems: install ## the paper's GPU-sized systems (Fig. 10 MLP, LSTM; Fig. 9 small) as ensembles in one window, records into results/paper (DEVICE=cpu: tiny)
-	$(PY) benchmarks/gpu_systems.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny --root reproduction/gpu_systems,--deadline 540)
+	$(PY) benchmarks/gpu_systems.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny --root reproduction/gpu_systems --out reproduction/gpu_systems/gpu_systems.json,--deadline 540)
 
 gpu-check: install ## device check -> one JSON (DEVICE=cuda: <= 10 min on one GPU; DEVICE=cpu: tiny, minutes)
 	$(PY) benchmarks/gpu_check.py --device $(DEVICE) $(if $(filter cpu,$(DEVICE)),--tiny,--deadline 540) --out $(GPU_CHECK_OUT)
