@@ -296,6 +296,29 @@ def test_progress_counts_epochs_with_an_eta_and_a_heartbeat():
     assert "510/1000 epochs (51%)" in beat and "ETA" in beat and "running: long 500/990" in beat
 
 
+def test_a_rerun_without_a_checkpoint_counts_from_epoch_zero(tmp_path):
+    """An interrupted run's record says 1,590, but with its checkpoint gone (a fresh machine) the
+    rerun starts from scratch: the progress line must not claim the old epochs."""
+    import io
+
+    from grok_lightning.sweep.progress import Progress
+    from grok_lightning.sweep.store import SweepStore
+
+    store = SweepStore(tmp_path)
+    run_dir = store.run_dir("a")
+    run_dir.mkdir(parents=True)
+    record = {"status": "interrupted", "config": {}, "history": {"epoch": [1580, 1590]}}
+    store.record_path("a").write_text(json.dumps(record))
+    assert store.run_epoch("a") == 1590 and store.resume_epoch("a") is None
+    progress = Progress({"a": 5000}, stream=io.StringIO(), heartbeat_s=0, start_epoch=store.resume_epoch)
+    progress.start("a")
+    assert progress.running["a"] == 0
+    progress.close()
+    store.checkpoint_path("a").parent.mkdir()
+    store.checkpoint_path("a").write_bytes(b"")
+    assert store.resume_epoch("a") == 1590
+
+
 # --- real (tiny) sweeps ---------------------------------------------------------------------------
 def test_an_interrupted_run_counts_only_the_epochs_it_reached():
     import io

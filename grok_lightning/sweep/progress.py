@@ -50,6 +50,8 @@ class Progress:
         final: names of runs already final before this launch (their epochs count as done).
         stream: where to write (default stdout); a terminal gets a redrawn bar.
         read_epoch: run name -> the last epoch it reached (None if unknown); polled for running runs.
+        start_epoch: run name -> the epoch it resumes from (None: from scratch). A record left by
+            an interrupted run whose checkpoint is gone says nothing about where the rerun starts.
         poll_s: seconds between polls of the running runs.
         heartbeat_s: seconds between progress lines when ``stream`` is not a terminal (0: none).
 
@@ -68,7 +70,7 @@ class Progress:
 
     def __init__(self, horizons: dict[str, int], final: Iterable[str] = (), stream: TextIO | None = None,
                  read_epoch: Callable[[str], int | None] | None = None, poll_s: float = 5.0,
-                 heartbeat_s: float = 60.0):
+                 heartbeat_s: float = 60.0, start_epoch: Callable[[str], int | None] | None = None):
         self.horizons = {name: max(1, int(epochs or 1)) for name, epochs in horizons.items()}
         final = set(final) & set(self.horizons)
         self.total_runs, self.done_runs = len(self.horizons), len(final)
@@ -78,6 +80,7 @@ class Progress:
         self.stream = stream or sys.stdout
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.read_epoch = read_epoch
+        self.start_epoch = start_epoch if start_epoch is not None else read_epoch
         self.heartbeat_s = heartbeat_s
         self.t0 = self._last_line = time.time()
         self._lock = threading.RLock()
@@ -97,7 +100,7 @@ class Progress:
 
         horizons = {entry["name"]: max_epochs_of(entry["config"]) or 1 for entry in plan}
         final = set(horizons) - {entry["name"] for entry in todo}
-        return cls(horizons, final, stream, read_epoch=store.run_epoch, **kwargs)
+        return cls(horizons, final, stream, read_epoch=store.run_epoch, start_epoch=store.resume_epoch, **kwargs)
 
     # --- counting ---------------------------------------------------------------------------------
     def epochs_done(self) -> int:
@@ -123,9 +126,9 @@ class Progress:
                         epoch = self.read_epoch(name)
                     except Exception:  # a record being replaced, a vanished file: next time
                         continue
-                    with self._lock:
+                    with self._lock:  # not max(): a run restarted from scratch really is back at 0
                         if epoch is not None and name in self.running:
-                            self.running[name] = max(self.running[name], int(epoch))
+                            self.running[name] = int(epoch)
             if self.tty:
                 self._refresh()
             elif self.heartbeat_s and time.time() - self._last_line >= self.heartbeat_s and self.running:
@@ -149,9 +152,9 @@ class Progress:
 
     def start(self, name: str) -> None:
         epoch = None
-        if self.read_epoch is not None:  # a resumed run starts where its record is
+        if self.start_epoch is not None:  # a resumed run starts where its checkpoint left it
             try:
-                epoch = self.read_epoch(name)
+                epoch = self.start_epoch(name)
             except Exception:
                 epoch = None
         with self._lock:

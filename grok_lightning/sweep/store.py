@@ -266,6 +266,11 @@ class SweepStore:
         record = self.read_record(name)
         return last_epoch(record) if record else None
 
+    def resume_epoch(self, name: str) -> int | None:
+        """The epoch a rerun resumes from: the record's last epoch when a checkpoint is there,
+        else None (it starts from scratch)."""
+        return self.run_epoch(name) if self.checkpoint_path(name).is_file() else None
+
     def status_of(self, name: str) -> str:
         record = self.read_record(name)
         return "pending" if record is None else str(record.get("status"))
