@@ -164,14 +164,20 @@ def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) ->
                              f"grok epochs {[c['grok_epoch'] for c in mine]}",
                              f"E before A's grokking in {before} of {len(mine)}", f"horizon {scored['horizon']:,} epochs "
                              "(the paper's E12: 10,000)")
-        for quantity, claim_id, values in (
+        # a grok epoch is a first crossing: when every run grokked before our horizon, the grok
+        # rows are final at any longer one; peaks and minima over (E, end] are not
+        final = (f"every run grokked by epoch {max(grokked):,}, before our {scored['horizon']:,}"
+                 if mine and len(grokked) == len(mine) else "")
+        for quantity, claim_id, values, horizon_final in (
                 ("E12 control A: peak sigma_H summed over layers (the cohort's reading)", f"e12.A_peak.{stratum}",
-                 [c["peak_sum_layers"] for c in mine]),
-                ("E12 control A: min s_bar after epoch 100", f"e12.A_min_sim.{stratum}", [c["min_s_bar"] for c in mine]),
-                ("E12 control A: grok epoch (mean of the grokked runs)", f"e12.A_grok_ep.{stratum}", grokked)):
+                 [c["peak_sum_layers"] for c in mine], ""),
+                ("E12 control A: min s_bar after epoch 100", f"e12.A_min_sim.{stratum}", [c["min_s_bar"] for c in mine],
+                 ""),
+                ("E12 control A: grok epoch (mean of the grokked runs)", f"e12.A_grok_ep.{stratum}", grokked, final)):
             mean, ci = _mean_ci(values)
             rows.append(_scored_row(claim_id, f"{quantity} at lambda {stratum}", mean, profile, len(values),
-                                    ours_ci=ci, invalid=smoke, note=context))
+                                    ours_ci=ci, invalid=smoke, note=context, horizon=scored["horizon"],
+                                    horizon_final=horizon_final))
             if claim_id.startswith("e12.A_peak."):
                 # the paper places E "typically 1,000-2,000, before grokking": A's maximum before
                 # its grok epoch is the other reading of "peak" (sensitivity, never counted)
@@ -179,11 +185,13 @@ def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) ->
                 mean_b, ci_b = _mean_ci(before)
                 rows.append(_scored_row(claim_id, f"sensitivity (maximum before A's grok epoch): {quantity} at lambda "
                                         f"{stratum}", mean_b, profile, len(before), ours_ci=ci_b, invalid=smoke,
+                                        horizon=scored["horizon"],
                                         sensitivity="A's maximum before its grok epoch",
                                         note=f"per seed {[round(v, 3) for v in before]}"))
         lo, hi = wilson(len(grokked), len(mine)).ci
         rows.append(_scored_row(f"e12.grok_A.{stratum}", f"E12 control A: grokked at lambda {stratum}",
                                 len(grokked) / len(mine), profile, len(mine), ours_ci=[lo, hi], invalid=smoke,
+                                horizon=scored["horizon"], horizon_final=final,
                                 note=f"{len(grokked)}/{len(mine)}, Wilson 95% interval"))
         rows += _contrast_rows(scored, profile, planned, stratum, where, smoke)
     for check in scored["replay"]:
@@ -225,7 +233,7 @@ def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, wher
                                   _dropped(test.get("n_dropped")),
                                   "the placebo is beyond the paper" if "P" in contrast else "",
                                   f"missing runs: {lacking}" if missing else "")
-                common = dict(profile=profile, n=test["n"], invalid=invalid, **sensitivity)
+                common = dict(profile=profile, n=test["n"], invalid=invalid, horizon=scored["horizon"], **sensitivity)
                 rows.append(_scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"],
                                         ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **D_ROW, **common))
                 if variant == "headline" and outcome == "peak_ent":
@@ -254,7 +262,7 @@ def pre_grok_rows(scored: dict, profile: str, planned: int, where: str) -> list[
         quantity = f"sensitivity ({label}): E12 B-A: {{}} of peak_ent on {where} at lambda {stratum}"
         epochs = [c["E"] for c in scored["controls"] if f"{c['wd']:g}" == stratum]
         facts = f"E before grokking per seed {epochs}"
-        common = dict(profile=profile, sensitivity=label)
+        common = dict(profile=profile, sensitivity=label, horizon=scored["horizon"])
         if test.get("cohen_d") is None:
             why = f"not run here: group Bg has {runs} of {planned} runs" if runs < planned else test.get("error", "no pairs")
             rows.append(_scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), None, n=0,

@@ -39,10 +39,15 @@ from reproduce.report import row
 PAPER = "2605.20441 Fig. 1"
 
 
+def planned_collapse_runs(profile: str) -> list[dict]:
+    """The configs the profile plans at lambda >= 5 (the collapse side), over both sweep files."""
+    return [c for name in ("canonical_wd.yaml", "regime_map.yaml") for c in planned_configs(name, profile)
+            if c["model"]["init_args"]["weight_decay"] >= 5]
+
+
 def planned_at_collapse(profile: str) -> str:
     """Why there is no lambda >= 5 run yet: the runs the profile plans there, or that it plans none."""
-    planned = [c for name in ("canonical_wd.yaml", "regime_map.yaml") for c in planned_configs(name, profile)
-               if c["model"]["init_args"]["weight_decay"] >= 5]
+    planned = planned_collapse_runs(profile)
     if not planned:
         return f"no lambda = 10 run in the {profile} profile"
     epochs = sorted({c["trainer"]["max_epochs"] for c in planned})
@@ -79,16 +84,20 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     waiting = None if at_10 else planned_at_collapse(profile)
     rows = [
         row(PAPER, "fraction of lambda = 10 runs in collapse (s_bar = 1, no grok)", None,
-            len(collapsed) / len(at_10) if at_10 else None, profile, len(at_10), not_run=waiting),
+            len(collapsed) / len(at_10) if at_10 else None, profile, len(at_10), not_run=waiting, horizon=horizon_10),
         claim_row("fig1.collapse", "s_bar at the horizon, lambda = 10 (median)", median.estimate if median else None,
                   profile, len(last_s), horizon=horizon_10, ours_ci=median.ci if median else None,
                   ci_level=median.coverage if median else None, not_run=waiting,
-                  note=f"s_bar per run {[round(s, 4) for s in last_s]}; {len(collapsed)}/{len(at_10)} classified collapse"),
+                  note=f"s_bar per run {[round(s, 4) for s in last_s]}; {len(collapsed)}/{len(at_10)} classified "
+                       f"collapse; {len(at_10)} of the {len(planned_collapse_runs(profile))} planned runs shipped"
+                       if at_10 else ""),
     ]
     for wd in sorted({r["config"]["wd"] for r in records if 2 < r["config"]["wd"] < 5}):  # between grokking and collapse
-        mine = [classify_run(r, criterion) for r in records if r["config"]["wd"] == wd]
+        at_wd = [r for r in records if r["config"]["wd"] == wd]
+        mine = [classify_run(r, criterion) for r in at_wd]
         rows.append(row(PAPER, f"regimes at lambda = {wd:g} (context: the edge between grokking and collapse)", None,
                         mine.count("grok") / len(mine), profile, len(mine),
+                        horizon=min(r["config"].get("max_epochs") or 0 for r in at_wd),
                         note=", ".join(f"{mine.count(k)} {k}" for k in sorted(set(mine)))))
     if max(sizes, default=0) < 50e6:  # no 85M run here: the null-state claim needs one
         rows.append(claim_row("fig1.null_85M", "s_bar at epoch 3,000 of the 85M model, lambda 1", None, profile, 0,

@@ -75,6 +75,15 @@ def format_value(value, ci=None, level=None) -> str:
     return text
 
 
+def _epochs(horizon) -> str:
+    """A horizon in epochs for the tables ('-' where the row or claim names none).
+
+    >>> _epochs(10000), _epochs(None)
+    ('10,000', '-')
+    """
+    return f"{int(horizon):,}" if _finite(horizon) else "-"
+
+
 def read_rows(out: Path) -> list[dict]:
     """Every target's rows under ``out``, each with its ``target``."""
     rows = []
@@ -156,8 +165,8 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
         "",
         "## Every claim",
         "",
-        "| claim | paper | where | claim in words | paper value | margin | ours | n | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| claim | paper | where | claim in words | paper value | margin | ours | n | horizon: ours / needed | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         c, r = e["claim"], e["row"]
@@ -165,19 +174,20 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
         paper_value = c.text + (f" {c.ci_text}" if c.ci_text else "")
         margin = "-" if c.margin is None else f"{c.margin:g}"
         lines.append(f"| {c.id} | {c.paper} | {c.where} | {c.claim} | {paper_value} | {margin} | {ours} | "
-                     f"{'-' if r is None else r['n']} | {e['verdict']} |")
+                     f"{'-' if r is None else r['n']} | {_epochs(r and r.get('horizon'))} / {_epochs(c.horizon)} | "
+                     f"{e['verdict']} |")
     lines += ["", "## Every row", "",
               "Rows marked *sensitivity* score a claim under another reading of the same statistic; they never "
               "count above. Rows without a claim are context.", "",
-              "| paper / figure | claim | quantity | paper | ours | profile | n | verdict | note |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| paper / figure | claim | quantity | paper | ours | profile | n | horizon | verdict | note |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         claim_id = r.get("claim") or "-"
         quantity = r["quantity"] + (" *(sensitivity)*" if r.get("sensitivity") else "")
         lines.append(
             f"| {r['paper']} | {claim_id} | {quantity} | {format_value(r['paper_value'], r.get('paper_ci'))} | "
-            f"{format_value(r['ours'], r.get('ours_ci'), r.get('ci_level'))} | {r['profile']} | {r['n']} | {verdict(r)} | "
-            f"{r.get('note', '')} |")
+            f"{format_value(r['ours'], r.get('ours_ci'), r.get('ci_level'))} | {r['profile']} | {r['n']} | "
+            f"{_epochs(r.get('horizon'))} | {verdict(r)} | {r.get('note', '')} |")
     figures = []
     targets = sorted(p for p in out.iterdir() if (p / "rows.json").exists())
     for target in targets:

@@ -7,7 +7,9 @@ claim's kind, value, interval and margin; the verdict follows from the row alone
 * ``invalid test``: the design cannot show the effect (``invalid`` says why).
 * ``not run here``: no number of ours (with the row's ``not_run`` reason in brackets, e.g. the
   measured compute it would need); ``not run here (horizon)``: our runs end before the epoch the
-  claim needs. Runs that are there but give no estimate yet (``no_estimate`` says why, e.g. every
+  claim needs, unless the row says why its number is already final there (``horizon_final``,
+  e.g. every run grokked before our horizon: a grok epoch is a first crossing, the same at any
+  later horizon). Runs that are there but give no estimate yet (``no_estimate`` says why, e.g. every
   run grokked, so a lambda_c fit has no edge) are ``inconclusive: too few runs``.
 * an **estimate, fraction or published sample** is judged by equivalence
   (:mod:`grok_lightning.stats.equivalence`): ``matches the paper in number`` when our interval
@@ -103,6 +105,9 @@ def verdict(r: dict) -> str:
     "not reproduced: our replay of the paper's run (0.26) excludes 0.48"
     >>> verdict({**row("p", "q", 0.46, 1.0, "medium", 1), **c, "horizon": 1000, "horizon_needed": 20000})
     'not run here (horizon): ours at 1,000 epochs, the claim needs 20,000'
+    >>> verdict({**row("p", "q", 0.46, 0.46, "medium", 5, ours_ci=[0.458, 0.462]), **c, "horizon": 1000,
+    ...          "horizon_needed": 20000, "horizon_final": "every run grokked by epoch 300"}).split(":")[0]
+    'matches the paper in number'
     >>> verdict({**row("p", "q", 0.0511, None, "medium", 0, not_run="compute: 86 CPU-h measured"), **c})
     'not run here (compute: 86 CPU-h measured)'
     >>> verdict({**row("p", "q", 0.0511, None, "medium", 4, no_estimate="4/4 grokked, no edge to fit"), **c})
@@ -118,7 +123,8 @@ def verdict(r: dict) -> str:
         return f"invalid test: {r['invalid']}"
     ours, paper = r.get("ours"), r.get("paper_value")
     kind = r.get("kind")
-    if _finite(r.get("horizon")) and _finite(r.get("horizon_needed")) and r["horizon"] < r["horizon_needed"]:
+    if _finite(r.get("horizon")) and _finite(r.get("horizon_needed")) and r["horizon"] < r["horizon_needed"] \
+            and not r.get("horizon_final"):
         return f"not run here (horizon): ours at {r['horizon']:,} epochs, the claim needs {r['horizon_needed']:,}"
     if ours is None and r.get("no_estimate") and int(r.get("n") or 0) > 0:
         return f"inconclusive: too few runs: {r['no_estimate']}"

@@ -424,6 +424,28 @@ def test_e12_pre_grokking_rows_are_sensitivity_rows_on_their_own_window(tmp_path
     assert summary["before_grok"]["n_runs"] == {"A": 3, "B": 2}
 
 
+def test_e12_rows_short_of_the_claims_horizon_are_not_scored_but_grok_rows_are(tmp_path):
+    """The paper's E12 runs 10,000 epochs. Peaks and minima over (E, end] can still move after a
+    shorter horizon: those rows read "not run here (horizon)". A grok epoch is a first crossing:
+    when every control run grokked before the horizon, the grok rows are final and scored."""
+    from reproduce.verdict import verdict
+
+    seeds = range(4)
+    groups = {"A": [_history_record(0.05, s, {150: 0.4, 170: 0.2 + 0.01 * s}) for s in seeds],
+              "B": [_history_record(0.05, s, {150: 0.4, 170: 0.32 + 0.013 * s * s}) for s in seeds],
+              "C": [], "P": [], "R": []}
+    planned = {"A": 4, "B": 4, "C": 4, "P": 4, "R": 1}
+    fig8.analyse(groups, {(s, 0.05): 150 for s in seeds}, "medium", tmp_path, n_bootstrap=200, planned=planned)
+    rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    d = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
+    assert d["ours"] is not None and verdict(d) == "not run here (horizon): ours at 200 epochs, the claim needs 10,000"
+    assert verdict(rows["E12 control A: min s_bar after epoch 100 at lambda 0.05"]).startswith("not run here (horizon)")
+    grok_ep = rows["E12 control A: grok epoch (mean of the grokked runs) at lambda 0.05"]
+    assert grok_ep["horizon_final"] == "every run grokked by epoch 150, before our 200"
+    assert not verdict(grok_ep).startswith("not run here")
+    assert not verdict(rows["E12 control A: grokked at lambda 0.05"]).startswith("not run here")
+
+
 @pytest.mark.parametrize("n_pairs, scored", [(2, False), (3, False), (4, True)])
 def test_e12_d_rows_are_scored_only_from_min_pairs(tmp_path, n_pairs, scored):
     """A paired Cohen's d below MIN_PAIRS_COHEN_D pairs is shown with its interval but reads
@@ -436,6 +458,8 @@ def test_e12_d_rows_are_scored_only_from_min_pairs(tmp_path, n_pairs, scored):
     groups = {"A": [_history_record(0.05, s, {150: 0.4, 170: 0.2 + 0.01 * s}) for s in seeds],
               "B": [_history_record(0.05, s, {150: 0.4, 170: 0.32 + 0.013 * s * s}) for s in seeds],
               "C": [], "P": [], "R": []}
+    for record in groups["A"] + groups["B"]:  # runs to the claim's horizon: only the pair count decides
+        record["config"]["max_epochs"] = 10_000
     peaks = {(s, 0.05): 150 for s in seeds}
     planned = {"A": n_pairs, "B": n_pairs, "C": n_pairs, "P": n_pairs, "R": 1}
     fig8.analyse(groups, peaks, "medium", tmp_path, n_bootstrap=200, planned=planned)
