@@ -240,7 +240,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
                               note=_count_note(got, wanted, (b, False), f"unbiased: {_fmt(_mean(unbiased[inside]))}; {note}"),
                               invalid=invalid, horizon=horizon))
     for reading, (real_peaks, null_peaks) in alternative.items():
-        rows += _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid)
+        rows += _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid, horizon)
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
                **{f"peak_{k}": a.tolist() for k, (a, _) in alternative.items()},
                **{f"null_{k}": b.tolist() for k, (_, b) in alternative.items()},
@@ -251,7 +251,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
     return summary
 
 
-def _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid) -> list[dict]:
+def _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid, horizon) -> list[dict]:
     """Sensitivity rows: each bin's mean peak and the null's under another reading (``max_layer``:
     the highest per-layer sigma_H; ``pooled``: the spread over all L x H heads; ``sum_layers``: the
     per-layer sigma_H summed). The Fig. 4 cohort is scored by the released reading; these rows are
@@ -262,7 +262,7 @@ def _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, not
         rows.append(claim_row(f"fig4.bin_{b}", f"peak sigma_H at d/H = {b}, {reading} reading (alternative; bin mean, t 95% CI)",
                               _mean(real_peaks[inside]), profile, int(inside.sum()), ours_ci=_t_ci(real_peaks[inside]),
                               note=_count_note(got, wanted, (b, False), where), invalid=invalid, sensitivity=True,
-                              reading=reading))
+                              reading=reading, horizon=horizon))
     null_peaks = null_peaks[np.isfinite(null_peaks)]
     if len(null_peaks):
         true = real_peaks[(dh == TRUE_DH) & np.isfinite(real_peaks)]
@@ -271,7 +271,7 @@ def _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, not
         rows.append(claim_row("fig4.null", f"random-label null peak sigma_H (mean), {reading} reading (alternative)",
                               _mean(null_peaks), profile, len(null_peaks), ours_ci=_t_ci(null_peaks),
                               note=_count_note(got, wanted, (TRUE_DH, True), join_notes(gap and f"{gap} ({paper_gap})", where)),
-                              invalid=invalid, sensitivity=True, reading=reading))
+                              invalid=invalid, sensitivity=True, reading=reading, horizon=horizon))
     return rows
 
 
