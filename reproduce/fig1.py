@@ -45,6 +45,11 @@ def planned_collapse_runs(profile: str) -> list[dict]:
             if c["model"]["init_args"]["weight_decay"] >= 5]
 
 
+def shortest_horizon(records: list[dict], default=None):
+    """The smallest max_epochs among ``records``: the horizon every one of them reached."""
+    return min((r["config"].get("max_epochs") or 0 for r in records), default=default)
+
+
 def planned_at_collapse(profile: str) -> str:
     """Why there is no lambda >= 5 run yet: the runs the profile plans there, or that it plans none."""
     planned = planned_collapse_runs(profile)
@@ -80,7 +85,7 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
     last_s = [r["history"]["mean_similarity"][-1] for r in at_10 if r["history"].get("mean_similarity")]
     # the order-statistic interval of the median (its real coverage: 75% for 3 runs)
     median = median_interval(last_s) if last_s else None
-    horizon_10 = min((r["config"].get("max_epochs") or 0 for r in at_10), default=info["horizon"])
+    horizon_10 = shortest_horizon(at_10, default=info["horizon"])
     waiting = None if at_10 else planned_at_collapse(profile)
     rows = [
         row(PAPER, "fraction of lambda = 10 runs in collapse (s_bar = 1, no grok)", None,
@@ -97,7 +102,7 @@ def analyse(small: list[dict], others: list[dict], profile: str, out: Path, crit
         mine = [classify_run(r, criterion) for r in at_wd]
         rows.append(row(PAPER, f"regimes at lambda = {wd:g} (context: the edge between grokking and collapse)", None,
                         mine.count("grok") / len(mine), profile, len(mine),
-                        horizon=min(r["config"].get("max_epochs") or 0 for r in at_wd),
+                        horizon=shortest_horizon(at_wd),
                         note=", ".join(f"{mine.count(k)} {k}" for k in sorted(set(mine)))))
     if max(sizes, default=0) < 50e6:  # no 85M run here: the null-state claim needs one
         rows.append(claim_row("fig1.null_85M", "s_bar at epoch 3,000 of the 85M model, lambda 1", None, profile, 0,
