@@ -13,8 +13,9 @@ The epoch of a running run is the last evaluated epoch of its record (written af
 evaluations, at most every few seconds), read by a background thread every ``poll_s``. A run
 that ends early (grokked + extra epochs, diverged, failed) counts its whole horizon as done; an
 interrupted one only the epochs it reached, and not as a finished run.
-The ETA is tqdm's with ``smoothing=0``: epochs done since this launch started over the time it has run,
-so it assumes the remaining epochs cost what the finished ones did on average.
+The ETA is tqdm's with ``smoothing=0``: epochs trained since this launch started over the time it has
+run (a resumed run's checkpointed epochs are done but not trained here), so it assumes the
+remaining epochs cost what the trained ones did on average.
 """
 
 from __future__ import annotations
@@ -159,6 +160,11 @@ class Progress:
                 epoch = None
         with self._lock:
             self.running[name] = int(epoch or 0)
+            # Epochs a checkpoint already holds were not trained by this launch: they count as
+            # done, but not toward the rate (tqdm's rate is (n - initial) / elapsed), else a
+            # resumed sweep's ETA is too short by their whole share.
+            self.initial += int(epoch or 0)
+            self.bar.initial = self.initial
         if self.tty:
             self._refresh()
 
