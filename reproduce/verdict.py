@@ -14,7 +14,8 @@ claim's kind, value, interval and margin; the verdict follows from the row alone
 * an **estimate, fraction or published sample** is judged by equivalence
   (:mod:`grok_lightning.stats.equivalence`): ``matches the paper in number`` when our interval
   lies inside the paper's value -+ the claim's margin; a difference when our interval excludes
-  the value (an interval covering less than :data:`MIN_COVERAGE` decides neither), or, where the
+  the value (the reason says so when it still reaches into the margin's band: a gap that may be
+  smaller than the margin; an interval covering less than :data:`MIN_COVERAGE` decides neither), or, where the
   row tests us against the paper's published counts or sample
   (``test_p``: Fisher, Mann-Whitney), when that test rejects at 0.05: ``same direction,
   different size`` when ours and the paper's lie on the same side of the row's no-effect value
@@ -96,6 +97,8 @@ def verdict(r: dict) -> str:
     'inconclusive: too few runs: our 95% interval [2089, 2606] does not exclude 2136 and reaches past 2136 +- 420'
     >>> verdict({**row("p", "q", 0.113, 0.059, "medium", 3, ours_ci=[0.047, 0.070], null=0), **c, "margin": 0.017})
     'same direction, different size: our 95% interval [0.047, 0.07] excludes 0.113'
+    >>> verdict({**row("p", "q", 2.3, 2.19, "medium", 5, ours_ci=[2.099, 2.280]), **c, "margin": 0.05}).split(": ", 1)
+    ['not reproduced', 'our 95% interval [2.099, 2.28] excludes 2.3 but reaches into 2.3 +- 0.05: the gap may be smaller than the margin']
     >>> verdict({**row("p", "q", 130, 140, "medium", 3, ours_ci=[130, 140], ci_level=0.75), **c, "margin": 10})
     'inconclusive: too few runs: our 75% interval [130, 140] has less than the 90% coverage a verdict needs'
     >>> one = dict(c, paper_n=1, margin=0.005, margin_from="precision")
@@ -210,6 +213,8 @@ def _equivalence(r: dict, ours: float, paper: float) -> str:
         differs, why = test_p < ALPHA, f"{name} against the paper's {against} p = {_g(test_p)}"
     else:
         differs, why = outcome == "different" and not weak, f"{shown} excludes {_g(paper)}"
+        if ci[0] < paper + margin and paper - margin < ci[1]:  # said, so no reader takes it for more
+            why += f" but reaches into {_g(paper)} +- {_g(margin)}: the gap may be smaller than the margin"
     if differs:
         null = r.get("null")
         same = _finite(null) and (ours - null) * (paper - null) > 0 and not ci[0] <= null <= ci[1] and not weak
