@@ -11,7 +11,6 @@ from grok_lightning.sweep.store import SweepStore
 
 
 def test_progress_counts_epochs_with_an_eta_and_a_heartbeat():
-
     reached = {"long": 0}
     out = io.StringIO()
     progress = Progress({"short": 10, "long": 990}, final=[], stream=out, read_epoch=lambda name: reached.get(name),
@@ -32,7 +31,6 @@ def test_progress_counts_epochs_with_an_eta_and_a_heartbeat():
 def test_a_rerun_without_a_checkpoint_counts_from_epoch_zero(tmp_path):
     """An interrupted run's record says 1,590, but with its checkpoint gone (a fresh machine) the
     rerun starts from scratch: the progress line must not claim the old epochs."""
-
     store = SweepStore(tmp_path)
     run_dir = store.run_dir("a")
     run_dir.mkdir(parents=True)
@@ -49,7 +47,6 @@ def test_a_rerun_without_a_checkpoint_counts_from_epoch_zero(tmp_path):
 
 
 def test_an_interrupted_run_counts_only_the_epochs_it_reached():
-
     out = io.StringIO()
     progress = Progress({"a": 3000, "b": 3000}, stream=out, heartbeat_s=0)
     progress.start("a")

@@ -158,12 +158,13 @@ class Progress:
                 epoch = self.start_epoch(name)
             except Exception:
                 epoch = None
+        resumed_at = int(epoch or 0)
         with self._lock:
-            self.running[name] = int(epoch or 0)
+            self.running[name] = resumed_at
             # Epochs a checkpoint already holds were not trained by this launch: they count as
             # done, but not toward the rate (tqdm's rate is (n - initial) / elapsed), else a
             # resumed sweep's ETA is too short by their whole share.
-            self.initial += int(epoch or 0)
+            self.initial += resumed_at
             self.bar.initial = self.initial
         if self.tty:
             self._refresh()
