@@ -33,21 +33,37 @@ def _fit(config: Path, *extra, cwd=None) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
 
 
+def _first_difference(resumed: dict, uninterrupted: dict) -> str:
+    """Where two histories first differ (key, epoch, values): what a failure needs to be read."""
+    if resumed.get("epoch") != uninterrupted.get("epoch"):
+        return f"evaluated epochs differ: resumed {resumed.get('epoch')} vs uninterrupted {uninterrupted.get('epoch')}"
+    for key in sorted(set(resumed) | set(uninterrupted)):
+        a, b = resumed.get(key), uninterrupted.get(key)
+        if a != b:
+            if a is None or b is None or len(a) != len(b):
+                return f"{key}: present or long in one history only"
+            i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+            return f"{key} first differs at epoch {resumed['epoch'][i]}: resumed {a[i]!r} vs uninterrupted {b[i]!r}"
+    return "histories equal"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_checkpoints_records_interrupted_and_resume_gives_the_same_numbers(tmp_path, tiny, sig):
     config = _config(tmp_path, tiny)
     proc = _fit(config)
     record_path = tmp_path / "runs" / "tiny" / "version_0" / "record.json"
-    deadline = time.time() + 120
-    while time.time() < deadline:
+    # the signal must land mid-training: on a loaded machine start-up alone can take minutes, so
+    # wait for the run's epoch 4 rather than for a fixed time, and fail plainly if it never comes
+    deadline, reached = time.time() + 600, False
+    while not reached and time.time() < deadline and proc.poll() is None:
         try:
-            if json.loads(record_path.read_text())["history"]["epoch"][-1] >= 4:
-                break
+            reached = json.loads(record_path.read_text())["history"]["epoch"][-1] >= 4
         except (OSError, ValueError, KeyError, IndexError):
             pass
         time.sleep(0.02)
+    assert reached, "the run never reached epoch 4: the signal would not land mid-training"
     proc.send_signal(sig)
-    output = proc.communicate(timeout=120)[0]
+    output = proc.communicate(timeout=600)[0]
     assert proc.returncode == 128 + sig, output
     assert "`weights_only` was not set" not in output  # the checkpoint is written as a full one, by intent
     stopped = json.loads(record_path.read_text())
@@ -56,7 +72,7 @@ def test_a_signal_checkpoints_records_interrupted_and_resume_gives_the_same_numb
     assert stopped["history"]["epoch"][-1] < 300
 
     resumed = _fit(config, "--resume")
-    output = resumed.communicate(timeout=300)[0]
+    output = resumed.communicate(timeout=900)[0]
     assert resumed.returncode == 0, output
     assert not (tmp_path / "runs" / "tiny" / "version_1").exists()  # the same folder, not a new version
     final = json.loads(record_path.read_text())
@@ -65,7 +81,7 @@ def test_a_signal_checkpoints_records_interrupted_and_resume_gives_the_same_numb
     reference["trainer"]["logger"]["init_args"].update(save_dir=str(tmp_path / "reference"))
     uninterrupted = run_config(reference)
     assert final["status"] == "completed"
-    assert final["history"] == uninterrupted["history"]
+    assert final["history"] == uninterrupted["history"], _first_difference(final["history"], uninterrupted["history"])
     assert {k: v for k, v in final.items() if k not in TIMES + ("config", "environment", "events", "name", "run_id")} == \
         {k: v for k, v in uninterrupted.items() if k not in TIMES + ("config", "environment", "events", "name", "run_id")}
 
