@@ -41,7 +41,7 @@ def _first_difference(resumed: dict, uninterrupted: dict) -> str:
         a, b = resumed.get(key), uninterrupted.get(key)
         if a != b:
             if a is None or b is None or len(a) != len(b):
-                return f"{key}: present or long in one history only"
+                return f"{key}: missing from one history, or of another length"
             i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
             return f"{key} first differs at epoch {resumed['epoch'][i]}: resumed {a[i]!r} vs uninterrupted {b[i]!r}"
     return "histories equal"
@@ -61,7 +61,9 @@ def test_a_signal_checkpoints_records_interrupted_and_resume_gives_the_same_numb
         except (OSError, ValueError, KeyError, IndexError):
             pass
         time.sleep(0.02)
-    assert reached, "the run never reached epoch 4: the signal would not land mid-training"
+    if not reached:  # stop the run rather than leave it training past the test
+        proc.kill()
+        pytest.fail(f"the run never reached epoch 4, so the signal would not land mid-training:\n{proc.communicate()[0]}")
     proc.send_signal(sig)
     output = proc.communicate(timeout=600)[0]
     assert proc.returncode == 128 + sig, output
