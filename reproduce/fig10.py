@@ -190,7 +190,7 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
         per_wd = ", ".join(f"{wd:g} {sum(is_grokked(r) for r in recs if r['config']['wd'] == wd)}/"
                            f"{sum(r['config']['wd'] == wd for r in recs)}" for wd in sorted({r["config"]["wd"] for r in recs}))
         note = (f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon} "
-                f"(per lambda: {per_wd})")
+                f"(per lambda: {per_wd})") + (f"; {fit.bootstrap_note()}" if good and fit.bootstrap_note() else "")
         why = None if good else no_estimate_reason(fitted, fit)
         rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(recs), ours_ci=ci,
                               note=note, horizon=horizon, no_estimate=why) if key in CLAIMS else

@@ -124,14 +124,16 @@ def analyse(records: list[dict], profile: str, out: Path, n_bootstrap: int = 150
     rows = [
         claim_row("wd.lambda_c", "lambda_c, least-squares logistic + bootstrap (paper method)",
                   shown(_finite(paper_fit.wd_c)), profile, n_fit, ours_ci=ci_of(paper_fit),
-                  note=join_notes(note, f"status {paper_fit.status}"), invalid=invalid, horizon=horizon),
+                  note=join_notes(note, f"status {paper_fit.status}", paper_fit.bootstrap_note()), invalid=invalid,
+                  horizon=horizon),
         claim_row("wd.lambda_c", "lambda_c, binomial GLM (our addition)", shown(_finite(glm_fit.wd_c)), profile,
                   glm_fit.n_fit, ours_ci=ci_of(glm_fit), note=f"status {glm_fit.status}", invalid=invalid,
                   horizon=horizon, sensitivity=True),
         *([] if smoothed is None else [claim_row(
             "wd.lambda_c", f"lambda_c, paper method with Laplace smoothing {LAPLACE} (outcomes separable)",
             shown(_finite(smoothed.wd_c)), profile, smoothed.n_fit, ours_ci=ci_of(smoothed),
-            note=f"status {smoothed.status}; used for nu and Fig. 11", invalid=invalid, horizon=horizon,
+            note=join_notes(f"status {smoothed.status}; used for nu and Fig. 11", smoothed.bootstrap_note()),
+            invalid=invalid, horizon=horizon,
             sensitivity=True)]),
     ]
     nu_ci = None if nu_fit is None else _ci(nu_fit.nu_ci)

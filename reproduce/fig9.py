@@ -93,7 +93,8 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
         estimable = fit.status == "ok" and np.isfinite(fit.wd_c)  # a separable step has no lambda_c to report
         ci = [float(v) for v in fit.wd_c_ci] if estimable and np.all(np.isfinite(fit.wd_c_ci)) else None
         quantity, value = f"pooled lambda_c, {_scale(size)} ({size:,} parameters)", float(fit.wd_c) if estimable else None
-        note = f"status {fit.status}" + ("" if estimable else f"; bracket {fit.wd_c_bracket}")
+        note = f"status {fit.status}" + (f"; {fit.bootstrap_note()}" if fit.bootstrap_note() else "") + \
+            ("" if estimable else f"; bracket {fit.wd_c_bracket}")
         rows.append(claim_row(WD_C_CLAIMS[_scale(size)], quantity, value, profile, fit.n_fit, ours_ci=ci, note=note,
                               horizon=horizon) if _scale(size) in WD_C_CLAIMS else
                     row(PAPER, quantity, None, value, profile, fit.n_fit, ours_ci=ci, note=note))

@@ -86,6 +86,16 @@ def test_paper_lambda_c_golden(paper_fit, canonical):
         assert mine["p_grok"] == pytest.approx(theirs["p_grok"], abs=1e-12)
         assert mine["wilson_lo"] <= mine["p_grok"] <= mine["wilson_hi"]
     assert d["n_records"] == 190 and d["warnings"] == []
+    assert paper_fit.bootstrap_note() == ""  # every refit kept: nothing for a row to disclose
+
+
+def test_dropped_bootstrap_refits_are_disclosed():
+    # 3 runs a bin, as in a medium sweep: many resamples cannot be fitted and are dropped
+    wd = np.repeat([0.01, 0.02, 0.03, 0.05, 0.1], 3)
+    grokked = [0, 0, 0, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1]
+    fit = fit_critical_weight_decay(wd, grokked, method="paper", n_bootstrap=300, seed=42)
+    assert fit.status == "ok" and 0 < fit.n_bootstrap_ok < 300
+    assert fit.bootstrap_note().startswith(f"interval from {fit.n_bootstrap_ok} of 300 bootstrap refits")
 
 
 def test_glm_lambda_c_golden(canonical, paper_fit):

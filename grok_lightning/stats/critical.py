@@ -90,6 +90,22 @@ class CriticalFit:
         tail = 50.0 * (1.0 - level)
         return np.percentile(curves, tail, axis=0), np.percentile(curves, 100.0 - tail, axis=0)
 
+    def bootstrap_note(self) -> str:
+        """Says how many bootstrap refits the interval rests on, when some were dropped ('' if none).
+
+        Dropping non-converged refits is the paper's method, but the interval is then conditional
+        on the resamples that could be fitted, so a report row has to say so.
+
+        >>> fit = CriticalFit("paper", 0.02, 10.0, (0.01, 0.04), 1500, 872, 22, 22, 0, 0.0, [], False,
+        ...                   "ok", (0.01, 0.05))
+        >>> fit.bootstrap_note()
+        'interval from 872 of 1500 bootstrap refits (the rest did not converge or drew < 2 bins: dropped, as in the paper)'
+        """
+        if not self.n_bootstrap or self.n_bootstrap_ok is None or self.n_bootstrap_ok >= self.n_bootstrap:
+            return ""
+        return (f"interval from {self.n_bootstrap_ok} of {self.n_bootstrap} bootstrap refits "
+                f"(the rest did not converge or drew < 2 bins: dropped, as in the paper)")
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "method": self.method, "wd_c": self.wd_c, "k": self.k,
