@@ -46,7 +46,7 @@ CLAIMS = {"mlp": "fig10.mlp_4L_h512_mod_add", "lstm": "fig10.lstm_4L_h512_mod_ad
 PAPER_VALUES = {key: (claim(cid).value, list(claim(cid).ci)) for key, cid in CLAIMS.items()}
 LAPLACE = 0.5
 #: the paper's per-lambda MLP cells (E10) scored in reference/claims.csv: grok counts, grok epoch
-MLP_GROK_CLAIMS = {0.03: "e10.mlp_grok.0.03", 0.05: "e10.mlp_grok.0.05", 0.07: "e10.mlp_grok.0.07"}
+MLP_GROK_CLAIMS = {0.02: "e10.mlp_grok.0.02", 0.03: "e10.mlp_grok.0.03", 0.05: "e10.mlp_grok.0.05", 0.07: "e10.mlp_grok.0.07"}
 MLP_GROK_EPOCH_CLAIMS = {0.07: "e10.mlp_grok_ep.0.07"}
 
 
@@ -65,6 +65,14 @@ def paper_grid() -> tuple[float, float]:
     """The lambda range of the paper's Fig. 10 grid (the sweep file's paper profile)."""
     wds = [float(c["model"]["init_args"]["weight_decay"]) for c in planned_configs("cross_arch.yaml", "paper")]
     return min(wds), max(wds)
+
+
+def medium_plan() -> str:
+    """``lambda 0.02-0.1 x 3 seeds``: the medium profile's MLP grid, read from its sweep file."""
+    configs = planned_configs("cross_arch.yaml", "medium")
+    wds = sorted({float(c["model"]["init_args"]["weight_decay"]) for c in configs})
+    seeds = {c["seed_everything"] for c in configs}
+    return f"lambda {wds[0]:g}-{wds[-1]:g} x {len(seeds)} seeds"
 
 
 def split_to_paper_grid(records: list[dict]) -> tuple[list[dict], str]:
@@ -202,8 +210,7 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
         more_entries, more_rows = not_run_rows(records, profile)
         entries, rows = entries + more_entries, rows + more_rows
     info = sweep_summary(records) if records else {"text": "no runs yet: " + "; ".join(missing or [])}
-    differs = {"paper": None,
-               "medium": "the MLP only, lambda 0.03-0.1 x 3 seeds (paper: every probe, 7 lambdas x 10 seeds x 10,000 epochs)"
+    differs = {"paper": None, "medium": f"the MLP only, {medium_plan()} (paper: every probe, 7 lambdas x 10 seeds x 10,000 epochs)"
                }.get(profile, f"shrunk probes, lambda 0.4-2, 1-2 seeds, {horizon} epochs (paper: paper sizes, "
                               "7 lambdas x 10 seeds x 10,000 epochs)")
     text = f"{info['text']}; {same}" if records else info["text"]
