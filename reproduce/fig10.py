@@ -37,7 +37,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.report import row
+from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 10"
 #: published lambda_c [95% CI] (gen_fig10.py in the author's repository; PAPER_WD_REGIMES.md)
@@ -61,18 +61,21 @@ def label_of(record: dict) -> tuple[str, str]:
     return f"{arch} ({op}), {size}", arch if op == "add" else ""
 
 
+def _weight_decay(config: dict) -> float:
+    return float(config["model"]["init_args"]["weight_decay"])
+
+
 def paper_grid() -> tuple[float, float]:
     """The lambda range of the paper's Fig. 10 grid (the sweep file's paper profile)."""
-    wds = [float(c["model"]["init_args"]["weight_decay"]) for c in planned_configs("cross_arch.yaml", "paper")]
+    wds = [_weight_decay(c) for c in planned_configs("cross_arch.yaml", "paper")]
     return min(wds), max(wds)
 
 
 def medium_plan() -> str:
     """``lambda 0.02-0.1 x 3 seeds``: the medium profile's MLP grid, read from its sweep file."""
     configs = planned_configs("cross_arch.yaml", "medium")
-    wds = sorted({float(c["model"]["init_args"]["weight_decay"]) for c in configs})
-    seeds = {c["seed_everything"] for c in configs}
-    return f"lambda {wds[0]:g}-{wds[-1]:g} x {len(seeds)} seeds"
+    wds, seeds = [_weight_decay(c) for c in configs], {c["seed_everything"] for c in configs}
+    return f"lambda {min(wds):g}-{max(wds):g} x {len(seeds)} seeds"
 
 
 def split_to_paper_grid(records: list[dict]) -> tuple[list[dict], str]:
@@ -197,8 +200,8 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
                         "status": fit.status if fit else how, "n": len(recs), "n_grok": n_grok, "fit": how})
         per_wd = ", ".join(f"{wd:g} {sum(is_grokked(r) for r in recs if r['config']['wd'] == wd)}/"
                            f"{sum(r['config']['wd'] == wd for r in recs)}" for wd in sorted({r["config"]["wd"] for r in recs}))
-        note = (f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon} "
-                f"(per lambda: {per_wd})") + (f"; {fit.bootstrap_note()}" if good and fit.bootstrap_note() else "")
+        note = join_notes(f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon} "
+                          f"(per lambda: {per_wd})", fit.bootstrap_note() if good else "")
         why = None if good else no_estimate_reason(fitted, fit)
         rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(recs), ours_ci=ci,
                               note=note, horizon=horizon, no_estimate=why) if key in CLAIMS else

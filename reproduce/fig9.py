@@ -20,7 +20,7 @@ from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from reproduce.claims import claim_row, count_row, source_value
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
-from reproduce.report import row
+from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 9"
 SYMBOL = {"add": "+", "sub": "-", "mul": "x", "div": "/"}
@@ -93,8 +93,7 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
         estimable = fit.status == "ok" and np.isfinite(fit.wd_c)  # a separable step has no lambda_c to report
         ci = [float(v) for v in fit.wd_c_ci] if estimable and np.all(np.isfinite(fit.wd_c_ci)) else None
         quantity, value = f"pooled lambda_c, {_scale(size)} ({size:,} parameters)", float(fit.wd_c) if estimable else None
-        note = f"status {fit.status}" + (f"; {fit.bootstrap_note()}" if fit.bootstrap_note() else "") + \
-            ("" if estimable else f"; bracket {fit.wd_c_bracket}")
+        note = join_notes(f"status {fit.status}", fit.bootstrap_note(), "" if estimable else f"bracket {fit.wd_c_bracket}")
         rows.append(claim_row(WD_C_CLAIMS[_scale(size)], quantity, value, profile, fit.n_fit, ours_ci=ci, note=note,
                               horizon=horizon) if _scale(size) in WD_C_CLAIMS else
                     row(PAPER, quantity, None, value, profile, fit.n_fit, ours_ci=ci, note=note))
