@@ -203,10 +203,11 @@ def analyse(records: list[dict], profile: str, out: Path, missing: list[str] | N
         note = join_notes(f"{how}; status {entries[-1]['status']}; {n_grok}/{len(recs)} grokked by epoch {horizon} "
                           f"(per lambda: {per_wd})", fit.bootstrap_note() if good else "")
         why = None if good else no_estimate_reason(fitted, fit)
-        rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(recs), ours_ci=ci,
+        # n counts the runs the fit reads; runs past the paper's grid are only in the note
+        rows.append(claim_row(CLAIMS[key], f"lambda_c, {label}", entries[-1]["wd_c"], profile, len(fitted), ours_ci=ci,
                               note=note, horizon=horizon, no_estimate=why) if key in CLAIMS else
-                    row(PAPER, f"lambda_c, {label}", None, entries[-1]["wd_c"], profile, len(recs), ours_ci=ci, note=note,
-                        no_estimate=why))
+                    row(PAPER, f"lambda_c, {label}", None, entries[-1]["wd_c"], profile, len(fitted), ours_ci=ci,
+                        note=note, no_estimate=why))
     if profile != "smoke":  # the paper's MLP size (smoke's probes are shrunk)
         rows += mlp_cell_rows([r for r in counted if label_of(r)[1] == "mlp"], profile, horizon)
     if profile == "medium":  # the probes medium does not train: their measured cost instead

@@ -317,8 +317,9 @@ def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cos
             records.append(r)
     summary = fig10.analyse(records, "medium", tmp_path)
     rows = {r["claim"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
-    assert rows["fig10.mlp_4L_h512_mod_add"]["n"] == 12 and rows["fig10.mlp_4L_h512_mod_add"]["horizon"] == 10000
-    # lambda 0.1 lies past the paper's grid (0.003-0.07): counted and named, not fitted
+    # lambda 0.1 lies past the paper's grid (0.003-0.07): counted and named, not fitted, so the
+    # row's n is the 9 runs its fit reads
+    assert rows["fig10.mlp_4L_h512_mod_add"]["n"] == 9 and rows["fig10.mlp_4L_h512_mod_add"]["horizon"] == 10000
     assert "lambda 0.1 (past the paper's grid 0.003-0.07): 0/3 grokked, not fitted" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
     assert "(per lambda: 0.03 0/3, 0.05 1/3, 0.07 3/3, 0.1 0/3)" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
     # the paper's E10 cells: counts by Fisher's exact test, the grok epoch by its t interval
