@@ -170,6 +170,26 @@ def test_bad_yaml_and_cli_error_runs_nothing(tmp_path, capsys):
 
 
 # --- store: status, collect, lock -----------------------------------------------------------------
+def test_a_stored_plan_survives_a_moved_repository_but_not_an_edit(tmp_path):
+    """A checkpoint path to start from is a placement key: a clone elsewhere resumes the same
+    runs; a changed hyperparameter in plan.json is still refused, naming the field."""
+    def runs_from(start_from: str):
+        sweep = load_sweep(write_spec(tmp_path, tiny_spec(zip={"run.start_from": [start_from]}), "s.yaml"))
+        return sweep, expand(sweep)
+
+    sweep, runs = runs_from("/old/clone/peak.ckpt")
+    store = SweepStore(tmp_path / "store")
+    store.initialize(sweep, runs)
+    moved_sweep, moved = runs_from("/new/clone/peak.ckpt")
+    store.initialize(moved_sweep, moved)  # same run ids: the stored plan is kept as it is
+    assert [e["axes"]["run.start_from"] for e in store.checked_plan(moved)] == ["/new/clone/peak.ckpt"] * 6
+    plan = json.loads((store.root / "plan.json").read_text())
+    plan["runs"][0]["config"]["model"]["init_args"]["lr"] = 0.5
+    (store.root / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(ConfigError, match="another config"):
+        store.checked_plan(moved)
+
+
 def _fake_store(tmp_path) -> tuple[SweepStore, list]:
     sweep = load_sweep(TINY)
     runs = expand(sweep)

@@ -67,7 +67,7 @@ from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, v
 
 __all__ = [
     "ALIASES", "RunSpec", "Sweep", "canonical_json", "expand", "load_sweep", "resolve_key",
-    "run_id_of", "set_dotted", "get_dotted", "validate_types",
+    "run_id_of", "identity_of", "set_dotted", "get_dotted", "validate_types",
 ]
 
 #: an axis that only names runs (e.g. the arms of a zip): it goes into the run's folder name,
@@ -388,7 +388,8 @@ def _coerce(base: dict, key: str, value: Any) -> Any:
     return value
 
 
-def _identity(config: dict) -> dict:
+def identity_of(config: dict) -> dict:
+    """The config without its placement keys: what the run computes, the part its run id hashes."""
     identity = copy.deepcopy(config)
     for key in PLACEMENT_KEYS:
         _delete_dotted(identity, key)
@@ -397,7 +398,7 @@ def _identity(config: dict) -> dict:
 
 def run_id_of(config: dict) -> str:
     """12 hex digits of SHA-1 over the canonical JSON of the config without placement keys."""
-    return hashlib.sha1(canonical_json(_identity(config)).encode()).hexdigest()[:12]
+    return hashlib.sha1(canonical_json(identity_of(config)).encode()).hexdigest()[:12]
 
 
 def expand(sweep: Sweep) -> list[RunSpec]:

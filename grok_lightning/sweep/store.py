@@ -35,7 +35,17 @@ from filelock import FileLock, Timeout
 
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.records import RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
-from grok_lightning.sweep.grid import RunSpec, Sweep, _axes, canonical_json, check_sweep, get_dotted, max_epochs_of
+from grok_lightning.sweep.grid import (
+    PLACEMENT_KEYS,
+    RunSpec,
+    Sweep,
+    _axes,
+    canonical_json,
+    check_sweep,
+    get_dotted,
+    identity_of,
+    max_epochs_of,
+)
 from grok_lightning.sweep.nofollow import link_error, open_no_follow
 from grok_lightning.sweep.rundir import run_dir_of
 
@@ -236,15 +246,25 @@ class SweepStore:
     def checked_plan(self, runs: list[RunSpec]) -> list[dict]:
         """The plan to run: the runs derived from the sweep (never the entries of ``plan.json``,
         which is a file anyone may have edited), after checking that ``plan.json`` still says the
-        same; a difference is one line naming the run and the field."""
+        same; a difference is one line naming the run and the field. Placement keys (a checkpoint
+        path to start from, a log folder) are not compared: they change when the repository moves,
+        and what the run computes does not."""
         derived = [r.to_dict() for r in runs]
         stored = {entry.get("run_id"): entry for entry in self.load_plan() if isinstance(entry, dict)}
+
+        def computed(field: str, value):
+            if field == "config" and isinstance(value, dict):
+                return identity_of(value)
+            if field == "axes" and isinstance(value, dict):
+                return {k: v for k, v in value.items() if k not in PLACEMENT_KEYS}
+            return value
+
         for entry in derived:
             old = stored.get(entry["run_id"])
             if old is None:
                 continue  # initialize() adopted a changed grid (--extend) or is about to write it
             for field in ("name", "config", "axes"):
-                if canonical_json(old.get(field)) != canonical_json(entry[field]):
+                if canonical_json(computed(field, old.get(field))) != canonical_json(computed(field, entry[field])):
                     raise ConfigError(f"{self.root / PLAN_FILE}: run {entry['run_id']} has another {field} than its "
                                       f"sweep.yaml gives ({field} was edited); restore plan.json or start the sweep "
                                       f"again with another --out")
