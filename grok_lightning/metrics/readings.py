@@ -59,7 +59,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from grok_lightning.metrics.functional import EPS, Attentions, _as_layer_tensor, _cosine_from_gram
+from grok_lightning.metrics.functional import EPS, Attentions, as_layer_tensor, cosine_from_gram
 
 __all__ = ["READINGS", "SIGMA_H_FROM_LAYERS", "AttentionReadings", "ReadingState", "attention_readings",
            "head_entropies", "merge_reading_states", "sigma_h_bound", "sigma_h_from_layers"]
@@ -138,7 +138,7 @@ def _row_slices(t_q: int) -> tuple[slice, slice, slice]:
 
 def reading_state(attentions: Attentions, eps: float = EPS) -> ReadingState:
     """Sufficient statistics of one chunk of attention (shapes in the module docstring)."""
-    a = _as_layer_tensor(attentions)  # (L, B, H, T, T)
+    a = as_layer_tensor(attentions)  # (L, B, H, T, T)
     n_layers, batch, n_heads, t_q, _ = a.shape
     entropy = -(a * torch.log(a + eps)).sum(-1)  # (L, B, H, T)
     grams, entropy_sums, n_rows = [], [], []
@@ -189,11 +189,11 @@ def reading_values(state: ReadingState, eps: float = EPS) -> Dict[str, Dict[str,
     per_layer = {}
     for index, rows in enumerate(ROW_SETS):
         gram = state.gram[index]
-        s_bar = _mean_off_diagonal(_cosine_from_gram(_layer_blocks(gram, n_layers, n_heads), eps))  # (L,)
+        s_bar = _mean_off_diagonal(cosine_from_gram(_layer_blocks(gram, n_layers, n_heads), eps))  # (L,)
         entropies = state.entropy_sum[index] / state.n_rows[index]  # (L, H)
         per_layer[rows] = (s_bar, entropies.std(dim=-1, correction=0).cpu().numpy(), entropies.mean(dim=-1).cpu().numpy())
         if rows == "all":
-            out["pooled"] = {"mean_similarity": float(_mean_off_diagonal(_cosine_from_gram(gram, eps)))}
+            out["pooled"] = {"mean_similarity": float(_mean_off_diagonal(cosine_from_gram(gram, eps)))}
     sigma = lambda reading, rows="all": float(sigma_h_from_layers(reading, *per_layer[rows][1:]))
     s_bar = per_layer["all"][0]
     out["pooled"]["entropy_std"] = sigma("pooled")
