@@ -14,6 +14,8 @@ import sys
 import warnings
 
 from grok_lightning.config import ConfigError
+from grok_lightning.stats.cli import main as analyze_main
+from grok_lightning.sweep.cli import main as sweep_main
 
 PACKAGE_VERBS = {}  # verb -> callable(argv), for verbs added from outside this module
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -30,20 +32,7 @@ UNSUPPORTED = ("validate", "test", "predict")
 
 
 def _package_verbs() -> dict:
-    verbs = dict(PACKAGE_VERBS)
-    try:
-        from grok_lightning.stats.cli import main as analyze_main
-
-        verbs["analyze"] = analyze_main
-    except ImportError:
-        pass
-    try:
-        from grok_lightning.sweep.cli import main as sweep_main
-
-        verbs["sweep"] = sweep_main
-    except ImportError:
-        pass
-    return verbs
+    return {**PACKAGE_VERBS, "analyze": analyze_main, "sweep": sweep_main}
 
 
 TRUST_FLAG = "--trust-code"
