@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from reproduce.common import cli, launch_argv, missing_runs, parse_args
+from reproduce.costs import compute_needed
 from reproduce.report import write_report
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
@@ -31,9 +32,7 @@ TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig
 MEDIUM_TARGETS = ["fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict"]
 def medium_left_out() -> dict[str, str]:
     """Targets with no medium profile, and why (shown in the medium report); a GPU-sized system's
-    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py)."""
-    from reproduce.pilots.costs import compute_needed
-
+    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/costs.py)."""
     def measured(systems: dict[str, str], otherwise: str) -> str:
         return compute_needed(systems) or otherwise
 
