@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from grok_lightning.config import ConfigError, check_class_paths, read_yaml
+from grok_lightning.package_data import package_root
 from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
     ALIASES,
     LABELS,
@@ -94,7 +95,6 @@ SWEEP_KEYS = {"name", "description", "base", "overrides", "grid", "zip", "profil
               "checkpoint_min_epochs", "checkpoint_every", "keep_checkpoints"}
 PROFILE_KEYS = {"base", "overrides", "grid", "zip", "description", "checkpoint_min_epochs", "checkpoint_every",
                 "keep_checkpoints"}
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def _find_base(base: str, sweep_path: Path) -> Path:
         candidates = [base_path]
     else:
         candidates = [sweep_path.parent.parent / base_path, sweep_path.parent / base_path,
-                      Path.cwd() / base_path, REPO_ROOT / base_path]
+                      Path.cwd() / base_path, package_root() / base_path]  # configs/... ship in the package
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()
