@@ -4,7 +4,8 @@
     python -m reproduce.all --profile medium --out results/medium --no-train   # make report PROFILE=medium
     python -m reproduce.all --profile medium --out results/medium --targets fig2 long_horizon
 
-Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
+It ends with a tally (:mod:`reproduce.tally`): each target's rows and figures, and what did not
+run and why. Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
 to ``<out>/cpu_time.json``; a ``--no-train`` pass keeps the times of the pass that trained. ``--targets`` runs a subset
 (two passes on disjoint targets may share ``--out``: each merges its own times into the file).
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from reproduce.common import cli, launch_argv, missing_runs, parse_args
 from reproduce.costs import compute_needed
 from reproduce.report import write_report
+from reproduce.tally import tally
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
 #: Fig. 5 and Fig. 1 sweeps, rllc the long_horizon checkpoints
@@ -78,6 +80,7 @@ def main(argv=None) -> Path:
     forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
     times_path = Path(args.out) / "cpu_time.json"
     not_run: dict[str, str] = {}
+    began = time.time()
     for name in targets:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
@@ -101,7 +104,7 @@ def main(argv=None) -> Path:
     left_out = medium_left_out() if args.profile == "medium" else {}
     Path(args.out).mkdir(parents=True, exist_ok=True)  # --no-train with no records at all: the report says so
     report = write_report(Path(args.out), _read_times(times_path), args.profile, left_out, not_run)
-    print(f"report: {report}")
+    print(tally(Path(args.out), args.profile, targets, not_run, left_out, report, (time.time() - began) / 60), flush=True)
     return report
 
 
