@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, aligned, band, plt
+from grok_lightning.plots.common import PAPER_STYLE, aligned, band, place_caption, plt
 from grok_lightning.stats.trajectory import read_off_reference
 
 __all__ = ["figure_two_phase"]
@@ -50,6 +50,4 @@ def figure_two_phase(records: list[dict], caption_text: str):
         ax.legend(loc=where, fontsize=7)
     axes[-1].set_xlabel("epoch (log)")
     fig.suptitle("Fig. 2: two-phase dynamics of the attention order parameters", fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=7, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    return fig
+    return place_caption(fig, caption_text, bottom=0.05, top=0.97)
