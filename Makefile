@@ -29,6 +29,10 @@ LAUNCH = $(if $(ENSEMBLE),--ensemble-size $(ENSEMBLE)) $(if $(WORKERS),--workers
 	$(if $(DEVICES),--devices $(DEVICES)) $(if $(RUNS_PER_DEVICE),--runs-per-device $(RUNS_PER_DEVICE)) \
 	$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(ADDRESS),--address $(ADDRESS)) \
 	$(if $(GPUS_PER_RUN),--gpus-per-run $(GPUS_PER_RUN))
+# `make tensorboard`: the address TensorBoard listens on (localhost: this machine only; TB_HOST=0.0.0.0: every
+# interface, e.g. a remote machine reached without an SSH tunnel) and its port
+TB_HOST ?= localhost
+TB_PORT ?= 6006
 # `make gpu-check`: the device it checks (cuda, or cpu for the tiny CI version) and its JSON
 DEVICE ?= cuda
 GPU_CHECK_OUT ?= gpu_check.json
@@ -38,7 +42,7 @@ GPU_CHECK_OUT ?= gpu_check.json
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
-	@echo "  variables: PROFILE OUT; for sweeps ENSEMBLE WORKERS DEVICES RUNS_PER_DEVICE LAUNCHER ADDRESS GPUS_PER_RUN (docs/gpu.md)"
+	@echo "  variables: PROFILE OUT EXTRAS TORCH TB_HOST TB_PORT; for sweeps ENSEMBLE WORKERS DEVICES RUNS_PER_DEVICE LAUNCHER ADDRESS GPUS_PER_RUN (docs/gpu.md)"
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,10 +51,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	touch $@
 
-install: $(VENV)/.installed ## create .venv and install the package with its extras (EXTRAS, default dev,predict,llc)
+install: $(VENV)/.installed ## create .venv and install the package with its extras (EXTRAS, default dev,predict)
 
 demo: install ## a first run: the smoke-sized model groks in about a minute on 2 cores; prints where to look
-	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --config configs/smoke.yaml
+	$(VENV)/bin/grok-lightning demo
 
 test: install ## full test suite, including the slow real-training tests (what CI runs)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -124,8 +128,9 @@ report: install ## REPORT.md, figures and fits from the records already in resul
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train
 	$(PY) -m reproduce.readme_results --medium results/medium
 
-tensorboard: install ## TensorBoard on runs/ and reproduction/
-	$(VENV)/bin/tensorboard --logdir_spec runs:runs,reproduction:$(OUT) --bind_all
+tensorboard: install ## TensorBoard on runs/ and reproduction/ at localhost:6006 (TB_HOST=0.0.0.0: every interface)
+	@echo "open http://$(TB_HOST):$(TB_PORT)/#custom_scalars&_smoothingWeight=0  (accuracy, s_bar, sigma_H; smoothing 0)"
+	$(VENV)/bin/tensorboard --logdir_spec runs:runs,reproduction:$(OUT) --host $(TB_HOST) --port $(TB_PORT)
 
 lean: ## build the Lean 4 proofs when `lake` is installed (not part of CI)
 	@if command -v lake >/dev/null 2>&1; then cd lean && lake exe cache get && lake build; \

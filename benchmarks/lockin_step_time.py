@@ -29,7 +29,7 @@ from _common import REPO
 from grok_lightning.data.tian import ModularAdditionOneHotDataModule
 from grok_lightning.metrics.spectrum import rho_tian, rho_tian_blocked
 from grok_lightning.models.two_layer import TwoLayerNet
-from grok_lightning.modules.tian import _one_hot_columns, tian_mse_loss
+from grok_lightning.modules.tian import one_hot_columns, tian_mse_loss
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
     net = TwoLayerNet(142, d_out=71, hidden=2048)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=2e-4)
     x, y = dm.x_train, dm.y_train
-    columns = {split: _one_hot_columns(t) for split, t in (("train", dm.x_train), ("test", dm.x_test))}
+    columns = {split: one_hot_columns(t) for split, t in (("train", dm.x_train), ("test", dm.x_test))}
 
     def step(gathered: bool) -> None:
         optimizer.zero_grad()

@@ -17,8 +17,9 @@ Floors (each imports only from those below it):
   and the callback for other people's models (``any_model``).
 - ``metrics``, ``stats``, ``plots``, ``models``, ``data``: tensors and arrays in, numbers and
   figures out; no Lightning callback.
-- ``records``, ``config``: the per-run record (the contract between training and everything
-  downstream) and one-line validation.
+- ``records``, ``config``, ``package_data``: the per-run record (the contract between training and
+  everything downstream), one-line validation, and the configs and reference data that ship in the
+  package.
 """
 
 __version__ = "0.1.0"

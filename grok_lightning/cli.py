@@ -14,12 +14,18 @@ import sys
 import warnings
 
 from grok_lightning.config import ConfigError
+from grok_lightning.package_data import resolve_config_args
+from grok_lightning.stats.cli import main as analyze_main
+from grok_lightning.sweep.cli import main as sweep_main
 
 PACKAGE_VERBS = {}  # verb -> callable(argv), for verbs added from outside this module
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: one line per verb for ``grok-lightning --help`` (LightningCLI's own help lists only its four)
 VERB_HELP = {
-    "fit": "train one run from a config (configs/canonical.yaml, configs/tian.yaml): TensorBoard logs + record.json",
+    "fit": "train one run from a config (a file, or a packaged one by name: canonical, smoke, tian): TensorBoard "
+           "logs + record.json",
+    "demo": "a first run: the canonical recipe on the smoke-sized model groks in minutes on a laptop (fit's options "
+            "apply, e.g. --trainer.max_epochs 20); prints where to look",
     "sweep": "run / resume a sweep file (progress in epochs, ETA), show its status, collect its records",
     "analyze": "statistics from run records: critical-wd (lambda_c), power-law (nu), paired comparisons",
 }
@@ -30,20 +36,7 @@ UNSUPPORTED = ("validate", "test", "predict")
 
 
 def _package_verbs() -> dict:
-    verbs = dict(PACKAGE_VERBS)
-    try:
-        from grok_lightning.stats.cli import main as analyze_main
-
-        verbs["analyze"] = analyze_main
-    except ImportError:
-        pass
-    try:
-        from grok_lightning.sweep.cli import main as sweep_main
-
-        verbs["sweep"] = sweep_main
-    except ImportError:
-        pass
-    return verbs
+    return {**PACKAGE_VERBS, "analyze": analyze_main, "sweep": sweep_main}
 
 
 TRUST_FLAG = "--trust-code"
@@ -103,6 +96,9 @@ def _run_lightning(argv: list[str], from_shell: bool) -> None:
 
     from grok_lightning.run import GrokCLI
 
+    resolved = resolve_config_args(argv)  # --config canonical: the packaged configs/canonical.yaml
+    if resolved != argv:
+        argv, from_shell = resolved, False
     check_config_files(argv)
     kwargs = {"parser_kwargs": {"exit_on_error": False}}  # errors come back here, not as usage text
     try:
@@ -118,7 +114,7 @@ def _run_lightning(argv: list[str], from_shell: bool) -> None:
 
 def usage(verbs: dict) -> str:
     """The top-level help: every verb with one line."""
-    names = ["fit", *sorted(v for v in verbs if v != "fit")]
+    names = ["fit", "demo", *sorted(v for v in verbs if v not in ("fit", "demo"))]
     width = max(len(n) for n in names) + 2
     lines = ["usage: grok-lightning VERB [options]      (python -m grok_lightning VERB ...)", "",
              "Reproduction of arXiv 2605.20441 (grokking, weight-decay regimes, attention diagnostics) and",
@@ -126,8 +122,8 @@ def usage(verbs: dict) -> str:
     lines += [f"  {name:<{width}}{VERB_HELP.get(name, '')}" for name in names]
     lines += ["", f"{', '.join(UNSUPPORTED)}: LightningCLI verbs these modules do not implement (evaluation runs",
               "inside fit, on the full splits); they are refused with one line.", "", "`grok-lightning VERB --help` gives the options of one verb, e.g.",
-              "  grok-lightning fit --config configs/canonical.yaml --print_config",
-              "  grok-lightning sweep run configs/sweeps/canonical_wd.yaml --profile smoke"]
+              "  grok-lightning fit --config canonical --print_config",
+              "  grok-lightning sweep run canonical_wd --profile smoke --dry-run"]
     return "\n".join(lines)
 
 
@@ -142,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {argv[0]}: not implemented by these modules (evaluation runs inside fit, on the full "
               f"splits; read record.json or TensorBoard); expected one of: {', '.join(VERB_HELP)}", file=sys.stderr)
         return 2
+    if argv[0] == "demo":  # what `make demo` runs, from the packaged configs
+        argv, from_shell = ["fit", "--config", "canonical", "--config", "smoke", *argv[1:]], False
     if argv[0] == "fit" and "--resume" in argv:  # sugar for --run.resume true
         argv = [a for a in argv if a != "--resume"] + ["--run.resume", "true"]
         from_shell = False

@@ -37,12 +37,12 @@ STATUSES = ("running", "completed", "diverged", "interrupted", "failed", "exclud
 FINAL_STATUSES = ("completed", "diverged", "excluded")
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """Make numpy/torch scalars and non-finite floats JSON-safe (NaN/Inf -> None)."""
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -71,7 +71,7 @@ def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a record gets the user's normal mode
         with os.fdopen(fd, "w") as handle:
-            json.dump(_json_safe(payload), handle, indent=1, sort_keys=False)
+            json.dump(json_safe(payload), handle, indent=1, sort_keys=False)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -138,7 +138,7 @@ def append_history(record: dict, epoch: int, values: dict[str, float]) -> None:
         if key == "epoch":
             continue
         column = history.setdefault(key, [None] * n_before)
-        column.append(_json_safe(float(value)) if value is not None else None)
+        column.append(json_safe(float(value)) if value is not None else None)
     for key, column in history.items():
         if len(column) < n_before + 1:
             column.append(None)

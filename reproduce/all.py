@@ -4,7 +4,8 @@
     python -m reproduce.all --profile medium --out results/medium --no-train   # make report PROFILE=medium
     python -m reproduce.all --profile medium --out results/medium --targets fig2 long_horizon
 
-Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
+It ends with a tally (:mod:`reproduce.tally`): each target's rows and figures, and what did not
+run and why. Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
 to ``<out>/cpu_time.json``; a ``--no-train`` pass keeps the times of the pass that trained. ``--targets`` runs a subset
 (two passes on disjoint targets may share ``--out``: each merges its own times into the file).
 """
@@ -18,7 +19,9 @@ import time
 from pathlib import Path
 
 from reproduce.common import cli, launch_argv, missing_runs, parse_args
+from reproduce.costs import compute_needed
 from reproduce.report import write_report
+from reproduce.tally import tally
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
 #: Fig. 5 and Fig. 1 sweeps, rllc the long_horizon checkpoints
@@ -31,9 +34,7 @@ TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig
 MEDIUM_TARGETS = ["fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict"]
 def medium_left_out() -> dict[str, str]:
     """Targets with no medium profile, and why (shown in the medium report); a GPU-sized system's
-    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py)."""
-    from reproduce.pilots.costs import compute_needed
-
+    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/costs.py)."""
     def measured(systems: dict[str, str], otherwise: str) -> str:
         return compute_needed(systems) or otherwise
 
@@ -79,6 +80,7 @@ def main(argv=None) -> Path:
     forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
     times_path = Path(args.out) / "cpu_time.json"
     not_run: dict[str, str] = {}
+    began = time.time()
     for name in targets:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
@@ -102,7 +104,7 @@ def main(argv=None) -> Path:
     left_out = medium_left_out() if args.profile == "medium" else {}
     Path(args.out).mkdir(parents=True, exist_ok=True)  # --no-train with no records at all: the report says so
     report = write_report(Path(args.out), _read_times(times_path), args.profile, left_out, not_run)
-    print(f"report: {report}")
+    print(tally(Path(args.out), args.profile, targets, not_run, left_out, report, (time.time() - began) / 60), flush=True)
     return report
 
 

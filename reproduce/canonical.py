@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from grok_lightning.plots.common import caption, plt
+from grok_lightning.plots.common import caption, place_caption, plt
 from grok_lightning.records import FINAL_STATUSES, load_record
 from reproduce.claims import claim_sample
 from reproduce.common import REPO, cli, describe, parse_args, write_outputs
@@ -47,8 +47,7 @@ def main(argv=None) -> Path:
     ax.legend(loc="center right")
     ax.set_title("Canonical run: lambda = 1.0, seed 0", fontsize=10)
     text = caption(args.profile, f"seed 0, horizon {record['config']['max_epochs']}, stop 20 epochs after grokking\n{describe(record)}", figure="canonical")
-    fig.text(0.01, 0.005, text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    place_caption(fig, text, bottom=0.1, top=1, size=6.5)
     fig.savefig(out / "canonical_learning_curve.png", dpi=130)
     rows = [row("2605.20441 canonical", "t_grok at lambda = 1, seed 0 (epochs; the paper's published grok epochs there: "
                 f"{', '.join(str(int(t)) for t in sorted(claim_sample('wd.t_grok_1')))})", None,

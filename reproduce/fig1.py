@@ -33,7 +33,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.pilots.costs import compute_needed
+from reproduce.costs import compute_needed
 from reproduce.report import row
 
 PAPER = "2605.20441 Fig. 1"

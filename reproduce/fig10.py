@@ -37,6 +37,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
+from reproduce.costs import compute_needed
 from reproduce.report import join_notes, row
 
 PAPER = "2605.20441 Fig. 10"
@@ -160,8 +161,6 @@ NOT_RUN_ON_CPU = {"lstm": (("fig10.lstm_4L_h512_mod_add",), {"fig10_lstm": "LSTM
 def not_run_rows(records: list[dict], profile: str) -> tuple[list[dict], list[dict]]:
     """Entries and rows of the probes a profile has no runs of: 'not run here' with the CPU time
     their paper protocol was measured to need (reproduce/pilots/costs.py)."""
-    from reproduce.pilots.costs import compute_needed
-
     present = {r["config"]["model"]["arch"] for r in records}
     entries, rows = [], []
     for arch, (claim_ids, systems) in NOT_RUN_ON_CPU.items():

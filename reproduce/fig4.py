@@ -21,7 +21,7 @@ from scipy.stats import t as student_t
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, permutation_p_floor, permutation_test
-from grok_lightning.stats.phases import history_curve, max_layer_curve, pooled_curve, summed_curve
+from grok_lightning.stats.phases import sigma_h_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.claims import claim, claim_row, source_value
@@ -40,7 +40,6 @@ AFTER = 100  # the paper's amplitude statistic skips the first 100 epochs (refer
 #: how else the layers' heads may be pooled (metrics/readings.py), rebuilt from the records' per-layer columns;
 #: sensitivity rows only: the Fig. 4 cohort is scored by the released reading (docs/sigma_h_readings.md)
 ALTERNATIVE_READINGS = ("max_layer", "pooled", "sum_layers")
-READING_CURVES = {"max_layer": max_layer_curve, "pooled": pooled_curve, "sum_layers": summed_curve}
 #: the tail of a run the paper's "tail drift" permutation test compares (its window is not stated)
 TAIL_FRACTION = 0.1
 CHECK_WORDS = {"flat": "peak sigma_H (epochs > 100) does not stand out of its trajectory",
@@ -93,14 +92,14 @@ def run_table(records: list[dict]) -> list[dict]:
     runs = []
     for r in records:
         m = r["config"]["model"]
-        epochs, sigma = history_curve(r["history"], "entropy_std")
+        epochs, sigma = sigma_h_curve(r["history"], "released")
         late = (epochs > np.nanmax(epochs) - 500) & np.isfinite(sigma)
         runs.append({"n_heads": m["n_heads"], "d_head": m["d_model"] // m["n_heads"], "seed": r["config"]["seed"],
                      "random_labels": bool(r["config"]["data"].get("random_labels")),
                      "precision": r["config"].get("precision") or "32-true", "horizon": int(np.nanmax(epochs)),
                      "grok_epoch": r.get("grok_epoch"), "peak": peak_check(epochs, sigma, lo=AFTER).to_dict(),
-                     **{f"{k}_peak": peak_check(*curve(r["history"]), lo=AFTER).to_dict()
-                        for k, curve in READING_CURVES.items()},
+                     **{f"{k}_peak": peak_check(*sigma_h_curve(r["history"], k), lo=AFTER).to_dict()
+                        for k in ALTERNATIVE_READINGS},
                      "after_mean": _mean_over(epochs, sigma, AFTER, np.inf),
                      "tail_mean": _mean_over(epochs, sigma, np.nanmax(epochs) * (1 - TAIL_FRACTION), np.inf),
                      "late_mean": float(np.mean(sigma[late])) if late.any() else None})

@@ -30,7 +30,7 @@ import json
 import warnings
 from pathlib import Path
 
-from grok_lightning.records import _json_safe
+from grok_lightning.records import json_safe
 from grok_lightning.stats.lockin import finite_median
 from reproduce.common import cli, parse_args, sweep_records, write_outputs
 from reproduce.lockin_activation import target_activation
@@ -195,7 +195,7 @@ def main(argv=None) -> Path:
         print(f"lockin: {name} not analysed: {why}")
     summary, rows = _merge(out, args.profile, ran)
     summary["missing"] = list(skipped.values())  # what the report lists as partial
-    write_outputs(out, summary, _json_safe(rows))  # NaN -> null, so rows.json is strict JSON
+    write_outputs(out, summary, json_safe(rows))  # NaN -> null, so rows.json is strict JSON
     (out / "NOTES.md").write_text(notes_text(summary["targets"], args.profile))
     for path in figures:
         print(f"lockin: {path}")

@@ -39,7 +39,7 @@ def table(medium: Path) -> str:
 
     entries = claim_verdicts(read_rows(medium), medium_left_out())
     lines = [f"**{counts_line(entries)}.**", "",
-             "| claim | paper | claim in words | paper | ours (n) | verdict |", "|---|---|---|---|---|---|"]
+             "| claim | source | claim in words | paper | ours (n) | verdict |", "|---|---|---|---|---|---|"]
     unscored = defaultdict(list)
     for e in entries:
         c, r = e["claim"], e["row"]
@@ -51,7 +51,8 @@ def table(medium: Path) -> str:
         ours = f"{format_value(r['ours'], r.get('ours_ci'), r.get('ci_level'))} ({r['n']})"
         if e["verdict"].startswith("not run here (horizon)"):
             word = "not run here (horizon)"
-        lines.append(f"| {c.id} | {c.paper} {c.where} | {c.claim} | {paper} | {ours} | {word} |")
+        cells = (c.id, f"{c.paper} {c.where}", c.claim, paper, ours, word)
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")  # |cos| is not a column
     if unscored:
         lines += ["", f"Not run here ({sum(map(len, unscored.values()))} claims), by what they need:", ""]
         lines += [f"- {why}: {', '.join(ids)}" for why, ids in unscored.items()]

@@ -21,10 +21,10 @@ from grok_lightning.metrics.head_outputs import head_output_pr_update, projectio
 from grok_lightning.metrics.participation import (
     DIAGNOSTICS_PR_CONSTRUCTION,
     PRState,
-    _pr_compute,
-    _pr_state_update,
     parse_pr_construction,
+    pr_compute,
     pr_covariance_eigenvalues,
+    pr_state_update,
 )
 from grok_lightning.models import ATTENTION_ARCHS
 from grok_lightning.modules.grokking import build_from_config
@@ -106,7 +106,7 @@ def head_pr_states(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.T
             logits, layers = model(tokens[start:start + batch_size], return_attention=True)
             correct += int((logits.argmax(-1) == labels[start:start + batch_size]).sum())
             for source in sources:
-                new = (_pr_state_update(layers, per_example) if source == "pattern"
+                new = (pr_state_update(layers, per_example) if source == "pattern"
                        else head_output_pr_update(captured, per_example))
                 old = states.get(source)
                 states[source] = new if old is None else PRState(*(a + b for a, b in zip(old, new)))
@@ -146,7 +146,7 @@ def analyse_checkpoint(record: dict, path: str | Path, split: tuple[torch.Tensor
     source, centring = parse_pr_construction(pr_construction)
     correct, states = head_pr_states(model, tokens, labels, (source,), centring == "per_example", batch_size)
     result["test_acc"] = correct / len(labels)
-    result["pr_norm_layers"] = _pr_compute(states[source], pr_construction)
+    result["pr_norm_layers"] = pr_compute(states[source], pr_construction)
     if centring != "per_example":
         result["eigenvalues"] = pr_covariance_eigenvalues(states[source], pr_construction)
     return result

@@ -135,7 +135,7 @@ def test_the_systems_medium_does_not_train_state_their_measured_cost():
     """fig9 and rllc are left out of medium with the CPU-hours their paper protocol was measured
     to need (results/pilots/costs/costs.json), computed, never typed."""
     from reproduce import all as reproduce_all
-    from reproduce.pilots.costs import load_costs
+    from reproduce.costs import load_costs
 
     costs = load_costs()
     reasons = reproduce_all.medium_left_out()

@@ -41,7 +41,7 @@ from grok_lightning.metrics import (
     qk_rank,
     spectral_gap,
 )
-from grok_lightning.metrics.functional import _cosine_from_gram
+from grok_lightning.metrics.functional import cosine_from_gram
 
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -326,7 +326,7 @@ def test_bounds_on_attention_probabilities(attn):
 @given(vectors=st.lists(st.lists(st.floats(-1e3, 1e3), min_size=4, max_size=4), min_size=2, max_size=6))
 def test_cosine_in_minus_one_one_for_any_real_vectors(vectors):
     x = torch.tensor(vectors, dtype=torch.float64)
-    cos = _cosine_from_gram(x @ x.T)
+    cos = cosine_from_gram(x @ x.T)
     assert (cos.abs() <= 1 + 1e-12).all()
 
 

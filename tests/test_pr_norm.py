@@ -14,8 +14,8 @@ from grok_lightning.config import ConfigError
 from grok_lightning.metrics import AttentionStatistics, HeadParticipationRatio, ParticipationRatio, attention_statistics
 from grok_lightning.metrics.functional import (
     AttentionState,
-    _attention_state_update,
-    _attention_statistics_compute,
+    attention_state_update,
+    attention_statistics_compute,
     head_participation_ratio,
 )
 from grok_lightning.metrics.participation import (
@@ -23,10 +23,10 @@ from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
     DIAGNOSTICS_PR_CONSTRUCTION,
     PR_CONSTRUCTIONS,
-    _pr_state_update,
     head_participation,
     parse_pr_construction,
     pr_covariance,
+    pr_state_update,
 )
 from grok_lightning.models.transformer import DecoderTransformer
 from grok_lightning.run import run_config
@@ -117,7 +117,7 @@ def test_one_example_has_a_zero_examples_covariance_by_definition():
     PR_norm NaN, whatever the values and however they round (not left to cancellation)."""
     for seed in range(5):
         attn = _attention(seed, batch=1)
-        state = _pr_state_update(attn)
+        state = pr_state_update(attn)
         assert torch.equal(pr_covariance(state, "examples"), torch.zeros_like(state.gram))
         assert torch.isnan(head_participation(attn, "examples"))
 
@@ -134,16 +134,16 @@ def test_c1_identity_holds_for_the_default_and_matches_the_diagnostic():
 
 def test_a_state_without_the_per_coordinate_sums_gives_nan_for_the_default_only():
     attn = _attention(4)
-    full = _attention_state_update(attn)
+    full = attention_state_update(attn)
     bare = AttentionState(full.gram, full.head_sum, full.n_coords, full.entropy_sum, full.n_rows)
     with pytest.warns(RuntimeWarning, match="per-coordinate sums"):
-        out = _attention_statistics_compute(bare)
+        out = attention_statistics_compute(bare)
     assert torch.isnan(out["pr_norm"]) and not torch.isnan(out["mean_similarity"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for centring in ("coordinates", "heads", "uncentred"):  # the Gram and head sums suffice
-            torch.testing.assert_close(_attention_statistics_compute(bare, pr_construction=centring)["pr_norm"],
-                                       _attention_statistics_compute(full, pr_construction=centring)["pr_norm"])
+            torch.testing.assert_close(attention_statistics_compute(bare, pr_construction=centring)["pr_norm"],
+                                       attention_statistics_compute(full, pr_construction=centring)["pr_norm"])
 
 
 def test_names_and_refusals():
@@ -178,7 +178,7 @@ def test_head_outputs_sum_to_the_attention_block_output():
         assert per_head.shape == (30, 4, 3, 16)
         torch.testing.assert_close(per_head.sum(1).float() + block.attn.out.bias, total, atol=1e-5, rtol=1e-5)
     # the Gram path (no outputs formed) gives the statistics of the formed outputs
-    for fast, formed in zip(head_output_pr_update(inputs), _pr_state_update(outputs)):
+    for fast, formed in zip(head_output_pr_update(inputs), pr_state_update(outputs)):
         torch.testing.assert_close(fast, formed, rtol=1e-10, atol=1e-12)
     labels = torch.zeros(30, dtype=torch.long)
     _, chunked = head_pr_states(model, tokens, labels, ("pattern", "output"), per_example=True, batch_size=7)

@@ -15,12 +15,12 @@ pytest.importorskip("sklearn")
 from grok_lightning.stats.predict import (  # noqa: E402
     BASELINE_FEATURES,
     FEATURE_SETS,
-    _auc,
     auc_study,
     feature_row,
     feature_table,
     grouped_oof_predictions,
     is_undefined,
+    mann_whitney_auc,
     retention_label,
     table_records,
 )
@@ -69,7 +69,7 @@ def test_auc_matches_sklearn():
         if y.min() == y.max():
             continue
         p = rng.integers(0, 4, 20) / 3  # with ties
-        assert _auc(y, p) == pytest.approx(roc_auc_score(y, p))
+        assert mann_whitney_auc(y, p) == pytest.approx(roc_auc_score(y, p))
 
 
 def test_feature_row_reads_the_row_at_or_before_e_and_its_slopes():

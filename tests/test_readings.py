@@ -76,21 +76,25 @@ def test_released_reading_is_the_published_metric():
     assert released["entropy_std"] == pytest.approx(stats["entropy_std"].item(), rel=1e-12)
 
 
-def test_records_rebuild_the_max_layer_and_pooled_readings():
+def test_records_rebuild_every_layer_pooling_reading():
     """A record keeps per-layer sigma_H and mean entropy (float32 on the training path); from them
-    stats.phases rebuilds the max_layer and pooled readings of the same attention."""
-    from grok_lightning.stats.phases import max_layer_curve, pooled_curve
+    stats.phases rebuilds, with the function that read the tensors, every reading that pools layers."""
+    from grok_lightning.metrics.readings import SIGMA_H_FROM_LAYERS
+    from grok_lightning.stats.phases import RECORD_READINGS, sigma_h_curve
 
     layers = _attention(3, layers=4, heads=8)
     stats, readings = attention_statistics(layers, per_layer=True), attention_readings(layers)
-    history = {"epoch": [0]}
+    history = {"epoch": [0], "entropy_std": [float(stats["entropy_std"].mean())]}
     for layer in range(4):
         history[f"layer_{layer}/entropy_std"] = [float(stats["entropy_std"][layer])]
         history[f"layer_{layer}/entropy_mean"] = [float(stats["entropy_mean"][layer])]
-    assert pooled_curve(history)[1][0] == pytest.approx(readings["pooled"]["entropy_std"], rel=1e-5)
-    assert max_layer_curve(history)[1][0] == pytest.approx(readings["max_layer"]["entropy_std"], rel=1e-5)
+    assert set(RECORD_READINGS) == set(SIGMA_H_FROM_LAYERS)
+    for reading in RECORD_READINGS:
+        assert sigma_h_curve(history, reading)[1][0] == pytest.approx(readings[reading]["entropy_std"], rel=1e-5), reading
     del history["layer_2/entropy_mean"]  # a record without the means cannot give the pooled reading
-    assert np.isnan(pooled_curve(history)[1]).all()
+    assert np.isnan(sigma_h_curve(history, "pooled")[1]).all()
+    with pytest.raises(ValueError, match="per_row"):
+        sigma_h_curve(history, "per_row")  # needs every query row: tensors only
 
 
 def test_row_zero_only_rescales_sigma_h_under_a_causal_mask():

@@ -4,6 +4,7 @@ the head-cosine images that matter, a short hparams table, descriptions)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -11,12 +12,16 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.proto import summary_pb2
+from tensorboard.plugins.custom_scalar import layout_pb2
+from tensorboard.plugins.custom_scalar import metadata as layout_metadata
 from tensorboard.plugins.hparams import metadata as hparams_metadata
+from tensorboard.util import tensor_util
 
 from conftest import InterruptAfter, tiny_config
 from grok_lightning.callbacks import GrokDetector
-from grok_lightning.callbacks.dashboard import curated_hparams, describe
+from grok_lightning.callbacks.dashboard import TENSORBOARD_URL, curated_hparams, describe, tensorboard_command
 from grok_lightning.callbacks.evaluation import ScheduledEvaluation, StepLossLogger
+from grok_lightning.callbacks.progress import summary_lines
 from grok_lightning.ensembles import build_ensemble
 from grok_lightning.run import GrokCLI
 
@@ -83,6 +88,20 @@ def check_dashboard(ev: EventAccumulator, grok_epoch: int | None, final_epoch: i
     first = ev.Images("head_cosine/layer_0")[0]
     assert first.encoded_image_string.startswith(b"\x89PNG") and first.width > 200 and first.height > 200
     assert "colour scale" in ev.SummaryMetadata("head_cosine/layer_0").summary_description
+    check_layout(ev)
+
+
+def check_layout(ev: EventAccumulator) -> None:
+    """The CUSTOM SCALARS tab: accuracy (train and test on one chart), then s_bar and sigma_H; every
+    chart draws tags the run wrote."""
+    (point,) = ev.Tensors(layout_metadata.CONFIG_SUMMARY_TAG)
+    layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(point.tensor_proto).item())
+    first = layout.category[0]
+    scalars = ev.Tags()["scalars"]
+    drawn = [[t for t in scalars if any(re.match(r, t) for r in chart.multiline.tag)] for chart in first.chart]
+    assert sorted(drawn[0]) == ["accuracy/test", "accuracy/train"]
+    assert drawn[1:3] == [["diag/mean_similarity"], ["diag/entropy_std"]]
+    assert all(drawn) and all(any(re.match(r, t) for t in scalars) for c in layout.category[1].chart for r in c.multiline.tag)
 
 
 def hparams_of(ev: EventAccumulator):
@@ -161,6 +180,24 @@ def test_ensemble_members_log_like_separate_runs(tmp_path):
         assert means[0] == pytest.approx(sum(first_epoch) / steps_per_epoch, rel=1e-5)
         values, _ = hparams_of(ev)
         assert set(values) == CURATED and values["seed"] == str(part["config"]["seed_everything"])
+
+
+def test_the_run_says_how_to_open_tensorboard_without_the_venv_on_path(tmp_path, monkeypatch):
+    """The summary's TensorBoard command runs from any shell: the script beside the run's Python,
+    else that Python's ``-m tensorboard.main``; then the URL of the layout at smoothing 0."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    assert tensorboard_command("runs/demo/version_0", str(python)) == \
+        "venv/bin/python -m tensorboard.main --logdir runs/demo/version_0"
+    (tmp_path / "venv" / "bin" / "tensorboard").write_text("#!/bin/sh\n")
+    assert tensorboard_command("runs/x", str(python)) == "venv/bin/tensorboard --logdir runs/x"
+    assert tensorboard_command("runs/x", "/elsewhere/bin/python") == "/elsewhere/bin/python -m tensorboard.main --logdir runs/x"
+    record = {"status": "completed", "grok_epoch": 10, "final_epoch": 30, "final_train_acc": 1.0, "final_test_acc": 1.0,
+              "history": {"epoch": [30], "mean_similarity": [0.9], "entropy_std": [0.02]}}
+    lines = summary_lines(record, "runs/demo/version_0", "runs/demo/version_0/record.json")
+    assert lines[-2] == "TensorBoard: " + tensorboard_command("runs/demo/version_0")
+    assert TENSORBOARD_URL in lines[-1] and "_smoothingWeight=0" in TENSORBOARD_URL and "#custom_scalars" in TENSORBOARD_URL
 
 
 def test_curated_hparams_names_tian_and_probes():

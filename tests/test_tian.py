@@ -250,17 +250,17 @@ def test_one_hot_evaluation_is_bit_identical_to_the_dense_product(activation):
     module._one_hot = {"train": None, "test": None}  # force the dense path
     assert module.evaluate(0) == fast
     not_one_hot = torch.rand(4, x.shape[1])
-    from grok_lightning.modules.tian import _one_hot_columns
-    assert _one_hot_columns(not_one_hot) is None
+    from grok_lightning.modules.tian import one_hot_columns
+    assert one_hot_columns(not_one_hot) is None
 
 
 @pytest.mark.parametrize("activation", ["x2", "relu"])
 def test_one_hot_training_follows_the_dense_trajectory_bit_for_bit(activation):
-    from grok_lightning.modules.tian import _one_hot_columns
+    from grok_lightning.modules.tian import one_hot_columns
     dense, dm = tiny(activation=activation)
     fast, _ = tiny(activation=activation)
     x, y = dm.x_train, dm.y_train
-    columns = _one_hot_columns(x)
+    columns = one_hot_columns(x)
     assert columns is not None
     optimizers = [torch.optim.Adam(m.parameters(), lr=1e-2, weight_decay=2e-4) for m in (dense, fast)]
     for _ in range(5):

@@ -12,20 +12,26 @@ The same texts are in ``docs/tensorboard.md``.
 
 The HPARAMS table is a short curated set (:func:`curated_hparams`); the full configuration
 stays in ``config.yaml`` and in the run record.
+
+The CUSTOM SCALARS tab opens on :data:`LAYOUT` (:func:`log_layout`): train and test accuracy on one
+chart, then s_bar and sigma_H, the three curves of grokking read together. :data:`TENSORBOARD_URL`
+opens it with smoothing 0 (evaluations are spaced irregularly; a smoothed line lags far behind).
 """
 
 from __future__ import annotations
 
 import io
 import re
+import sys
 import weakref
+from pathlib import Path
 
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from grok_lightning.records import weight_decay_of
 
-__all__ = ["DESCRIPTIONS", "HPARAMS", "describe", "curated_hparams", "log_scalars", "log_image", "log_hparams",
-           "head_cosine_png"]
+__all__ = ["DESCRIPTIONS", "HPARAMS", "LAYOUT", "TENSORBOARD_URL", "describe", "curated_hparams", "log_scalars",
+           "log_image", "log_hparams", "log_layout", "head_cosine_png", "tensorboard_command"]
 
 _HEADS_AGREE = {True: "Higher = heads agree", False: "Lower = heads agree"}
 
@@ -159,6 +165,63 @@ def curated_hparams(config: dict) -> dict:
         "profile": config.get("profile"), "horizon": config.get("max_epochs"),
     }
     return {k: float(v) if isinstance(v, float) else _text(v) for k, v in table.items() if v is not None}
+
+
+# --- the CUSTOM SCALARS layout ------------------------------------------------------------------
+#: category -> [(chart title, tag regexes)]: what a reader of a grokking run looks at first, in order
+LAYOUT = {
+    "grokking": [
+        ("accuracy: train and test (grokking = test's late jump)", [r"^accuracy/(train|test)$"]),
+        ("s_bar: mean head cosine (higher = heads agree)", [r"^diag/mean_similarity$"]),
+        ("sigma_H: entropy std over heads (lower = heads agree)", [r"^diag/entropy_std$"]),
+        ("loss: train and test", [r"^loss/(train|test)$"]),
+    ],
+    "per layer": [
+        ("s_bar per layer", [r"^diag_layer_\d+/mean_similarity$"]),
+        ("sigma_H per layer", [r"^diag_layer_\d+/entropy_std$"]),
+    ],
+}
+#: the URL that opens the layout with smoothing 0 (the tab keeps "ignore outliers" in the browser)
+TENSORBOARD_URL = "http://localhost:6006/#custom_scalars&_smoothingWeight=0"
+
+
+def tensorboard_command(log_dir: str, python: str | None = None) -> str:
+    """A command that starts TensorBoard on ``log_dir`` from any shell, the virtual environment
+    activated or not: the ``tensorboard`` script beside this Python (``.venv/bin/tensorboard``),
+    else ``python -m tensorboard.main`` with this Python. Paths under the working directory are
+    given relative to it.
+    """
+    python = Path(python or sys.executable)
+    script = python.parent / "tensorboard"
+    command = _shown(script) if script.is_file() else f"{_shown(python)} -m tensorboard.main"
+    return f"{command} --logdir {log_dir}"
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies under it (``.venv/bin/python``), else absolute."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path.absolute())
+
+
+def log_layout(trainer) -> None:
+    """Write :data:`LAYOUT` once to every TensorBoard logger (TensorBoard merges the layouts of all
+    runs under one --logdir, so a sweep shows one layout)."""
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.plugins.custom_scalar import layout_pb2, metadata
+    from tensorboard.util.tensor_util import make_tensor_proto
+
+    layout = layout_pb2.Layout(category=[
+        layout_pb2.Category(title=category, chart=[
+            layout_pb2.Chart(title=title, multiline=layout_pb2.MultilineChartContent(tag=tags))
+            for title, tags in charts])
+        for category, charts in LAYOUT.items()])
+    # what the plugin's summary.pb writes, without the TensorFlow it imports for it
+    value = Summary.Value(tag=metadata.CONFIG_SUMMARY_TAG, metadata=metadata.create_summary_metadata(),
+                          tensor=make_tensor_proto(layout.SerializeToString(), dtype="string"))
+    for writer in _writers(trainer):
+        _add(writer, [value])
 
 
 # --- writing ------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from grok_lightning.callbacks.dashboard import head_cosine_png, log_image
 from grok_lightning.config import require_choice
 from grok_lightning.metrics import AttentionStatistics
-from grok_lightning.metrics.functional import _cosine_from_gram
+from grok_lightning.metrics.functional import cosine_from_gram
 from grok_lightning.metrics.head_outputs import head_output_values
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS, parse_pr_construction
 from grok_lightning.metrics.readings import head_entropies, merge_reading_states, reading_state, reading_values
@@ -114,7 +114,7 @@ class AttentionDiagnostics(Callback):
             metrics.update(self._readings(captured.attention))
         if self.image_every:
             # the cosines behind s_bar, from the Gram the statistics already hold (no second pass)
-            cosines = _cosine_from_gram(statistics.gram, statistics.eps).cpu()
+            cosines = cosine_from_gram(statistics.gram, statistics.eps).cpu()
             at_grok = self.grok is not None and self.grok.grok_epoch == epoch
             if (self.n_evaluations - 1) % self.image_every == 0 or at_grok:
                 self._log_images(trainer, cosines, epoch, " (t_grok)" if at_grok else "")

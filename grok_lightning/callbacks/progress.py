@@ -11,6 +11,8 @@ from __future__ import annotations
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import TQDMProgressBar
 
+from grok_lightning.callbacks.dashboard import TENSORBOARD_URL, tensorboard_command
+
 __all__ = ["RunProgressBar"]
 
 
@@ -45,7 +47,8 @@ def summary_lines(record: dict, log_dir: str | None, record_path: str | None) ->
     if record_path:
         lines.append(f"record: {record_path}")
     if log_dir:
-        lines.append(f"TensorBoard: tensorboard --logdir {log_dir}")
+        lines.append(f"TensorBoard: {tensorboard_command(log_dir)}")
+        lines.append(f"  then open {TENSORBOARD_URL}  (train and test accuracy, s_bar and sigma_H; smoothing 0)")
     return lines
 
 

@@ -25,7 +25,7 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 import grok_lightning
-from grok_lightning.callbacks.dashboard import curated_hparams, log_hparams, log_scalars
+from grok_lightning.callbacks.dashboard import curated_hparams, log_hparams, log_layout, log_scalars
 from grok_lightning.records import (
     RECORD_NAME,
     append_history,
@@ -136,6 +136,7 @@ class RunRecorder(Callback):
                 "torch_threads": torch.get_num_threads(),
             }
             log_hparams(trainer, curated_hparams(config), tuple(f"hp/{k}" for k in HP_METRICS))
+            log_layout(trainer)
             if started_from is not None:
                 self.record["history"] = started_from["history"]
                 self.record["events"] = list(started_from.get("events") or [])

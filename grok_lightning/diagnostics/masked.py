@@ -36,15 +36,15 @@ from grok_lightning.metrics.functional import (
     EPS,
     Attentions,
     AttentionState,
-    _as_layer_tensor,
-    _attention_state_update,
-    _attention_statistics_compute,
+    as_layer_tensor,
+    attention_state_update,
+    attention_statistics_compute,
 )
 from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
-    _symmetric_eigenvalues,
     parse_pr_construction,
     participation_ratio,
+    symmetric_eigenvalues,
 )
 
 __all__ = ["MaskedAttentionStatistics", "masked_attention_statistics"]
@@ -55,8 +55,8 @@ def _masked_attention_state_update(
 ) -> AttentionState:
     """Sufficient statistics of one chunk, counting only valid query rows and keys."""
     if mask is None:
-        return _attention_state_update(attentions, eps, per_example=per_example)
-    a = _as_layer_tensor(attentions)  # (L, B, H, T, T) float64
+        return attention_state_update(attentions, eps, per_example=per_example)
+    a = as_layer_tensor(attentions)  # (L, B, H, T, T) float64
     n_layers, batch, n_heads, t_q, t_k = a.shape
     valid = mask.to(device=a.device).bool()
     if valid.shape != (batch, t_q) or t_q != t_k:
@@ -64,7 +64,7 @@ def _masked_attention_state_update(
     pair = valid[:, :, None] & valid[:, None, :]  # (B, T, T): query and key both valid
     a = torch.where(pair[None, :, None], a, torch.zeros((), dtype=a.dtype, device=a.device))
     # checked (finite, non-negative) after masking: a fully padded row may be NaN, and is dropped
-    state = _attention_state_update(a, eps)  # sums over zeros are the sums over valid entries
+    state = attention_state_update(a, eps)  # sums over zeros are the sums over valid entries
     f64 = dict(dtype=torch.float64, device=a.device)
     counts = dict(
         n_coords=pair.sum().to(**f64),
@@ -77,7 +77,7 @@ def _masked_attention_state_update(
         centred = torch.where(keep, x - x.sum(-1, keepdim=True) / n_b, torch.zeros((), **f64))
         cov = centred @ centred.transpose(-2, -1) / n_b  # (L, B, H, H)
         has_tokens = valid.any(-1)  # a sequence of padding alone is not an example
-        counts["example_r_sum"] = participation_ratio(_symmetric_eigenvalues(cov))[:, has_tokens].sum(-1)
+        counts["example_r_sum"] = participation_ratio(symmetric_eigenvalues(cov))[:, has_tokens].sum(-1)
         counts["n_examples"] = has_tokens.sum().to(**f64)
     return state._replace(**counts)
 
@@ -114,7 +114,7 @@ def masked_attention_statistics(
         True
     """
     state = _masked_attention_state_update(attentions, mask, eps, _per_example(pr_construction))
-    return _attention_statistics_compute(state, eps, None, per_layer, pr_construction)
+    return attention_statistics_compute(state, eps, None, per_layer, pr_construction)
 
 
 class MaskedAttentionStatistics(AttentionStatistics):
@@ -155,7 +155,7 @@ class MaskedAttentionStatistics(AttentionStatistics):
         """Bring a chunk and the accumulated coordinate states to one ``T`` (the longer)."""
         if not self.coord_count.dim():  # nothing accumulated yet
             return attentions, mask
-        a = _as_layer_tensor(attentions)
+        a = as_layer_tensor(attentions)
         t, t_seen = a.shape[-1], math.isqrt(self.coord_count.numel())
         if a.shape[-2] != t or t == t_seen:
             return attentions, mask

@@ -42,16 +42,16 @@ from grok_lightning.metrics.functional import (
     STAT_KEYS,
     Attentions,
     AttentionState,
-    _attention_state_update,
-    _attention_statistics_compute,
+    attention_state_update,
+    attention_statistics_compute,
     check_attention_construction,
 )
 from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
     PRState,
-    _pr_compute,
-    _pr_state_update,
     parse_pr_construction,
+    pr_compute,
+    pr_state_update,
 )
 
 __all__ = [
@@ -121,7 +121,7 @@ class _AttentionStateMetric(Metric):
     def update(self, attentions: Attentions) -> None:  # type: ignore[override]
         """Add a chunk: list over layers of ``(B, H, T, T)`` or a stacked ``(L, B, H, T, T)``."""
         per_example = parse_pr_construction(self.pr_construction)[1] == "per_example"
-        new = _attention_state_update(attentions, self.eps, per_example=per_example)
+        new = attention_state_update(attentions, self.eps, per_example=per_example)
         if self.gram.dim() and self.gram.shape != new.gram.shape:
             raise ValueError(
                 f"(layers, heads) changed between updates: {tuple(self.gram.shape[:2])} "
@@ -145,7 +145,7 @@ class _AttentionStateMetric(Metric):
                               self.coord_sum, self.coord_count, self.example_r_sum, self.n_examples)
 
     def _compute_keys(self, *keys: str) -> Dict[str, Tensor]:
-        return _attention_statistics_compute(self._state(), self.eps, keys or None, self.per_layer,
+        return attention_statistics_compute(self._state(), self.eps, keys or None, self.per_layer,
                                              self.pr_construction)
 
 
@@ -372,7 +372,7 @@ class ParticipationRatio(Metric):
             self.add_state(name, default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
 
     def update(self, features: Any) -> None:  # type: ignore[override]
-        new = _pr_state_update(features, self.centring == "per_example")
+        new = pr_state_update(features, self.centring == "per_example")
         for name in PRState._fields:
             old = getattr(self, name)
             if old.dim() and old.shape != getattr(new, name).shape:
@@ -384,7 +384,7 @@ class ParticipationRatio(Metric):
         if not self.gram.dim():
             raise RuntimeError("no features have been accumulated yet")
         state = PRState(*(getattr(self, name) for name in PRState._fields))
-        values = _pr_compute(state, self.centring, self.normalization)
+        values = pr_compute(state, self.centring, self.normalization)
         return values if self.per_layer else values.mean()
 
 

@@ -45,11 +45,11 @@ from torch import Tensor
 from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
     PRState,
-    _pr_compute,
-    _pr_state_update,
     normalize_participation_ratio,
     parse_pr_construction,
     participation_ratio,
+    pr_compute,
+    pr_state_update,
 )
 
 Attentions = Union[Tensor, Sequence[Tensor]]
@@ -82,7 +82,7 @@ class AttentionState(NamedTuple):
     n_examples: Optional[Tensor] = None  # scalar: B
 
 
-def _as_layer_tensor(attentions: Attentions) -> Tensor:
+def as_layer_tensor(attentions: Attentions) -> Tensor:
     """Return attention as one detached float64 ``(L, B, H, T_q, T_k)`` tensor."""
     if isinstance(attentions, Tensor):
         a = attentions.unsqueeze(0) if attentions.dim() == 4 else attentions
@@ -99,16 +99,16 @@ def _as_layer_tensor(attentions: Attentions) -> Tensor:
     return a.detach().to(torch.float64)
 
 
-def _attention_state_update(attentions: Attentions, eps: float = EPS, per_example: bool = False) -> AttentionState:
+def attention_state_update(attentions: Attentions, eps: float = EPS, per_example: bool = False) -> AttentionState:
     """Sufficient statistics of one chunk of attention (see the module docstring).
 
     ``per_example`` also sums the per-example participation ratios (one H x H eigenproblem per
     example and layer), which only the ``per_example`` PR construction reads.
     """
-    a = _as_layer_tensor(attentions)
+    a = as_layer_tensor(attentions)
     check_probabilities(a)
     n_layers, batch, n_heads, t_q, t_k = a.shape
-    pr = _pr_state_update(a, per_example)  # the Gram of the flattened head patterns, and the PR sums
+    pr = pr_state_update(a, per_example)  # the Gram of the flattened head patterns, and the PR sums
     row_entropy = -(a * torch.log(a + eps)).sum(-1)  # (L, B, H, T_q), nats
     return AttentionState(
         gram=pr.gram,
@@ -159,13 +159,13 @@ def attention_pr_state(state: AttentionState, construction: str = DEFAULT_PR_CON
                    torch.zeros_like(state.head_sum[..., 0]), torch.zeros_like(state.n_rows))
 
 
-def _cosine_from_gram(gram: Tensor, eps: float = EPS) -> Tensor:
+def cosine_from_gram(gram: Tensor, eps: float = EPS) -> Tensor:
     """``S_ij = G_ij / ((sqrt(G_ii) + eps)(sqrt(G_jj) + eps))`` over the last two dims."""
     norms = torch.diagonal(gram, dim1=-2, dim2=-1).clamp_min(0).sqrt() + eps
     return gram / (norms.unsqueeze(-1) * norms.unsqueeze(-2))
 
 
-def _attention_statistics_compute(
+def attention_statistics_compute(
     state: AttentionState,
     eps: float = EPS,
     keys: Optional[Iterable[str]] = None,
@@ -191,7 +191,7 @@ def _attention_statistics_compute(
     nan = torch.full((n_layers,), float("nan"), dtype=gram.dtype, device=gram.device)
     out: Dict[str, Tensor] = {}
     if {"mean_similarity", "spectral_gap"} & set(keys):
-        cos = _cosine_from_gram(gram, eps)
+        cos = cosine_from_gram(gram, eps)
         off_diag = cos.sum(dim=(-2, -1)) - torch.diagonal(cos, dim1=-2, dim2=-1).sum(-1)
         out["mean_similarity"] = off_diag / (n_heads * (n_heads - 1))
         eig = torch.linalg.eigvalsh(0.5 * (cos + cos.transpose(-2, -1)))
@@ -208,7 +208,7 @@ def _attention_statistics_compute(
                           "state lacks; pr_norm is NaN", RuntimeWarning, stacklevel=2)
             out["pr_norm"] = out["pr_norm_ratio"] = nan
         else:
-            pr = _pr_compute(pr_state, pr_construction, "none")
+            pr = pr_compute(pr_state, pr_construction, "none")
             out["pr_norm"] = normalize_participation_ratio(pr, n_heads, "affine")
             out["pr_norm_ratio"] = normalize_participation_ratio(pr, n_heads, "ratio")
     return {k: (out[k] if per_layer else out[k].mean()) for k in keys}
@@ -224,11 +224,11 @@ def attention_statistics(attentions: Attentions, per_layer: bool = False, eps: f
         >>> round(stats["mean_similarity"].item(), 6), round(stats["entropy_std"].item(), 6)
         (1.0, 0.0)
     """
-    return _attention_statistics_compute(_attention_state_update(attentions, eps), eps, None, per_layer)
+    return attention_statistics_compute(attention_state_update(attentions, eps), eps, None, per_layer)
 
 
 def _one(key: str, attentions: Attentions, per_layer: bool, eps: float) -> Tensor:
-    return _attention_statistics_compute(_attention_state_update(attentions, eps), eps, (key,), per_layer)[key]
+    return attention_statistics_compute(attention_state_update(attentions, eps), eps, (key,), per_layer)[key]
 
 
 def mean_similarity(attentions: Attentions, per_layer: bool = False, eps: float = EPS) -> Tensor:
@@ -273,8 +273,8 @@ def head_participation_ratio(
         raise ValueError(f"normalization must be 'affine' or 'ratio', got {normalization!r}")
     check_attention_construction(construction)
     key = "pr_norm" if normalization == "affine" else "pr_norm_ratio"
-    state = _attention_state_update(attentions, eps, per_example=construction == "per_example")
-    return _attention_statistics_compute(state, eps, (key,), per_layer, construction)[key]
+    state = attention_state_update(attentions, eps, per_example=construction == "per_example")
+    return attention_statistics_compute(state, eps, (key,), per_layer, construction)[key]
 
 
 def check_attention_construction(construction: str) -> None:
@@ -285,12 +285,12 @@ def check_attention_construction(construction: str) -> None:
 
 def head_cosine_matrix(attentions: Attentions, eps: float = EPS) -> Tensor:
     """The ``(L, H, H)`` cosine matrices behind s_bar and the spectral gap."""
-    return _cosine_from_gram(_attention_state_update(attentions, eps).gram, eps)
+    return cosine_from_gram(attention_state_update(attentions, eps).gram, eps)
 
 
 def head_entropies(attentions: Attentions, eps: float = EPS) -> Tensor:
     """The ``(L, H)`` per-head mean row entropies (nats) behind sigma_H."""
-    state = _attention_state_update(attentions, eps)
+    state = attention_state_update(attentions, eps)
     return state.entropy_sum / state.n_rows
 
 

@@ -22,7 +22,7 @@ from typing import Dict, List
 import torch
 from torch import Tensor, nn
 
-from grok_lightning.metrics.participation import PRState, _pr_compute, _pr_state_update, parse_pr_construction
+from grok_lightning.metrics.participation import PRState, parse_pr_construction, pr_compute, pr_state_update
 
 __all__ = ["attention_blocks", "head_output_participation", "head_output_pr_update", "head_output_state",
            "head_output_values", "head_outputs", "projection_input_hooks"]
@@ -59,7 +59,7 @@ def head_outputs(captured: list) -> List[Tensor]:
 def head_output_pr_update(captured: list, per_example: bool = False) -> PRState:
     """PR statistics of the captured blocks' head outputs (module docstring)."""
     if per_example:
-        return _pr_state_update(head_outputs(captured), per_example=True)
+        return pr_state_update(head_outputs(captured), per_example=True)
     grams, sums = [], []
     for y, attn in captured:
         yh, w = _split(y, attn)
@@ -102,7 +102,7 @@ def head_output_values(forwards: list[list], construction: str = "output_example
     centring = parse_pr_construction(construction)[1]
     states = [head_output_pr_update(captured, centring == "per_example") for captured in forwards]
     state = states[0] if len(states) == 1 else PRState(*(sum(parts) for parts in zip(*states)))
-    return {"pr_norm": _pr_compute(state, centring, "affine"), "pr_norm_ratio": _pr_compute(state, centring, "ratio")}
+    return {"pr_norm": pr_compute(state, centring, "affine"), "pr_norm_ratio": pr_compute(state, centring, "ratio")}
 
 
 def head_output_participation(model: nn.Module, tokens: Tensor, construction: str = "output_examples",
@@ -119,4 +119,4 @@ def head_output_participation(model: nn.Module, tokens: Tensor, construction: st
     """
     centring = parse_pr_construction(construction)[1]
     state = head_output_state(model, tokens, centring == "per_example", batch_size)
-    return {"pr_norm": _pr_compute(state, centring, "affine"), "pr_norm_ratio": _pr_compute(state, centring, "ratio")}
+    return {"pr_norm": pr_compute(state, centring, "affine"), "pr_norm_ratio": pr_compute(state, centring, "ratio")}

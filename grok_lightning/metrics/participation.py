@@ -51,7 +51,7 @@ from torch import Tensor
 
 __all__ = ["CENTRINGS", "DEFAULT_PR_CONSTRUCTION", "DIAGNOSTICS_PR_CONSTRUCTION", "PR_CONSTRUCTIONS", "PRState", "head_participation",
            "normalize_participation_ratio", "parse_pr_construction", "participation_ratio", "pr_covariance",
-           "pr_covariance_eigenvalues"]
+           "pr_compute", "pr_covariance_eigenvalues", "pr_state_update", "symmetric_eigenvalues"]
 
 Features = Union[Tensor, Sequence[Tensor]]
 
@@ -104,7 +104,7 @@ def normalize_participation_ratio(pr: Tensor, n: int, normalization: str = "affi
     raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
 
 
-def _symmetric_eigenvalues(matrix: Tensor) -> Tensor:
+def symmetric_eigenvalues(matrix: Tensor) -> Tensor:
     """Ascending eigenvalues of the symmetrised matrix, clipped at 0 (a covariance spectrum)."""
     return torch.linalg.eigvalsh(0.5 * (matrix + matrix.transpose(-2, -1))).clamp_min(0)
 
@@ -127,7 +127,7 @@ def _as_head_features(features: Features) -> Tensor:
     return x.detach().to(torch.float64).flatten(3)
 
 
-def _pr_state_update(features: Features, per_example: bool = False) -> PRState:
+def pr_state_update(features: Features, per_example: bool = False) -> PRState:
     """Sufficient statistics of one chunk; ``per_example`` also sums the per-example ``R_b``."""
     x = _as_head_features(features)  # (L, B, H, C)
     n_layers, batch, _, n_coords = x.shape
@@ -136,7 +136,7 @@ def _pr_state_update(features: Features, per_example: bool = False) -> PRState:
     if per_example:
         centred = x - x.mean(-1, keepdim=True)  # each example's vector centred over its own C coordinates
         cov = centred @ centred.transpose(-2, -1) / n_coords  # (L, B, H, H)
-        example_r_sum = participation_ratio(_symmetric_eigenvalues(cov)).sum(-1)
+        example_r_sum = participation_ratio(symmetric_eigenvalues(cov)).sum(-1)
     flat = x.transpose(1, 2).reshape(n_layers, x.shape[2], -1)  # (L, H, B*C)
     return PRState(gram=flat @ flat.transpose(1, 2), coord_sum=x.sum(1),
                    coord_count=torch.full((n_coords,), float(batch), **f64),
@@ -170,10 +170,10 @@ def pr_covariance(state: PRState, construction: str = DEFAULT_PR_CONSTRUCTION) -
 
 def pr_covariance_eigenvalues(state: PRState, construction: str = DEFAULT_PR_CONSTRUCTION) -> Tensor:
     """``(L, H)`` eigenvalues (ascending, clipped at 0) of :func:`pr_covariance`: the C1 input."""
-    return _symmetric_eigenvalues(pr_covariance(state, construction))
+    return symmetric_eigenvalues(pr_covariance(state, construction))
 
 
-def _pr_compute(state: PRState, construction: str = DEFAULT_PR_CONSTRUCTION,
+def pr_compute(state: PRState, construction: str = DEFAULT_PR_CONSTRUCTION,
                 normalization: str = "affine") -> Tensor:
     """``(L,)`` normalised PR per layer; NaN for a layer whose covariance is all zero."""
     n_heads = state.gram.shape[-1]
@@ -198,5 +198,5 @@ def head_participation(features: Features, construction: str = DEFAULT_PR_CONSTR
         0.0424
     """
     centring = parse_pr_construction(construction)[1]
-    values = _pr_compute(_pr_state_update(features, centring == "per_example"), construction, normalization)
+    values = pr_compute(pr_state_update(features, centring == "per_example"), construction, normalization)
     return values if per_layer else values.mean()

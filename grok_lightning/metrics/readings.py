@@ -43,20 +43,26 @@ Sufficient statistics (float64, additive over chunks and input sets), per row se
 the ``(L, H)`` entropy sums over examples and rows in ``R`` and the row count; plus, for
 ``per_row``, the sums over examples of the per-example mean cosine and over (example, row) of the
 per-row entropy std, with their counts.
+
+One function per sigma_H reading that pools layers (:data:`SIGMA_H_FROM_LAYERS`) takes the
+per-layer values, layers on axis 0: the same function reads one evaluation of attention (``(L,)``
+here) and a run record's per-layer columns (``(L, epochs)``, :func:`grok_lightning.stats.phases.sigma_h_curve`).
 """
 from __future__ import annotations
 
 import math
-from typing import Dict, NamedTuple, Optional
+import warnings
+from typing import Callable, Dict, NamedTuple, Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-from grok_lightning.metrics.functional import EPS, Attentions, _as_layer_tensor, _cosine_from_gram
+from grok_lightning.metrics.functional import EPS, Attentions, as_layer_tensor, cosine_from_gram
 
-__all__ = ["READINGS", "AttentionReadings", "ReadingState", "attention_readings", "head_entropies",
-           "merge_reading_states", "sigma_h_bound"]
+__all__ = ["READINGS", "SIGMA_H_FROM_LAYERS", "AttentionReadings", "ReadingState", "attention_readings",
+           "head_entropies", "merge_reading_states", "sigma_h_bound", "sigma_h_from_layers"]
 
 READINGS = ("released", "max_layer", "pooled", "sum_layers", "per_row", "no_row0", "last_row")
 #: the row sets behind the readings: every query row, rows 1.. (row 0 dropped), the last row
@@ -76,13 +82,63 @@ class ReadingState(NamedTuple):
     n_heads: int
 
 
+def _sigma_released(layer_std, layer_mean=None):
+    """Mean over layers (NaN where a layer's value is missing)."""
+    return np.mean(layer_std, axis=0)
+
+
+def _sigma_max_layer(layer_std, layer_mean=None):
+    """The highest layer; a layer's missing value is skipped (NaN only where every layer's is)."""
+    with warnings.catch_warnings():  # an all-NaN column is NaN, said here rather than warned
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmax(layer_std, axis=0)
+
+
+def _sigma_sum_layers(layer_std, layer_mean=None):
+    """Sum over layers (NaN where a layer's value is missing)."""
+    return np.sum(layer_std, axis=0)
+
+
+def _sigma_pooled(layer_std, layer_mean):
+    """The population std over all ``L H`` heads, from the per-layer std and mean of the head
+    entropies: with the same H in every layer, the variance over all heads is the mean of the
+    per-layer variances plus the variance of the per-layer means (NaN where a value is missing)."""
+    if layer_mean is None:
+        raise ValueError("the pooled reading needs the per-layer mean entropies (entropy_mean)")
+    return np.sqrt(np.mean(np.square(layer_std), axis=0) + np.var(layer_mean, axis=0))
+
+
+#: the readings that pool per-layer values: reading -> f(layer_std, layer_mean)
+SIGMA_H_FROM_LAYERS: Dict[str, Callable] = {"released": _sigma_released, "max_layer": _sigma_max_layer,
+                                            "sum_layers": _sigma_sum_layers, "pooled": _sigma_pooled}
+
+
+def sigma_h_from_layers(reading: str, layer_std, layer_mean=None) -> np.ndarray:
+    """sigma_H under ``reading`` from per-layer values, layers on axis 0 (float64 numpy out).
+
+    ``layer_std``: each layer's population std over heads of the heads' mean row entropy;
+    ``layer_mean``: each layer's mean of them (the ``pooled`` reading needs it).
+
+    >>> std, mean = np.array([0.0, 0.0]), np.array([1.0, 2.0])  # two layers of identical heads
+    >>> float(sigma_h_from_layers("pooled", std, mean)), float(sigma_h_from_layers("sum_layers", [0.1, 0.3]))
+    (0.5, 0.4)
+    >>> sigma_h_from_layers("max_layer", np.array([[0.1, 0.3], [0.2, np.nan]]))  # (L=2, epochs=2)
+    array([0.2, 0.3])
+    """
+    if reading not in SIGMA_H_FROM_LAYERS:
+        raise ValueError(f"reading={reading!r}: expected one of {', '.join(SIGMA_H_FROM_LAYERS)} (the readings "
+                         "that pool per-layer values)")
+    as_array = lambda values: None if values is None else np.asarray(values, dtype=np.float64)
+    return np.asarray(SIGMA_H_FROM_LAYERS[reading](as_array(layer_std), as_array(layer_mean)))
+
+
 def _row_slices(t_q: int) -> tuple[slice, slice, slice]:
     return slice(0, t_q), slice(1, t_q), slice(t_q - 1, t_q)
 
 
 def reading_state(attentions: Attentions, eps: float = EPS) -> ReadingState:
     """Sufficient statistics of one chunk of attention (shapes in the module docstring)."""
-    a = _as_layer_tensor(attentions)  # (L, B, H, T, T)
+    a = as_layer_tensor(attentions)  # (L, B, H, T, T)
     n_layers, batch, n_heads, t_q, _ = a.shape
     entropy = -(a * torch.log(a + eps)).sum(-1)  # (L, B, H, T)
     grams, entropy_sums, n_rows = [], [], []
@@ -133,22 +189,22 @@ def reading_values(state: ReadingState, eps: float = EPS) -> Dict[str, Dict[str,
     per_layer = {}
     for index, rows in enumerate(ROW_SETS):
         gram = state.gram[index]
-        s_bar = _mean_off_diagonal(_cosine_from_gram(_layer_blocks(gram, n_layers, n_heads), eps))  # (L,)
+        s_bar = _mean_off_diagonal(cosine_from_gram(_layer_blocks(gram, n_layers, n_heads), eps))  # (L,)
         entropies = state.entropy_sum[index] / state.n_rows[index]  # (L, H)
-        per_layer[rows] = (s_bar, entropies.std(dim=-1, correction=0))
+        per_layer[rows] = (s_bar, entropies.std(dim=-1, correction=0).cpu().numpy(), entropies.mean(dim=-1).cpu().numpy())
         if rows == "all":
-            out["pooled"] = {"mean_similarity": float(_mean_off_diagonal(_cosine_from_gram(gram, eps))),
-                             "entropy_std": float(entropies.flatten().std(correction=0))}
-    s_bar, sigma = per_layer["all"]
-    out["released"] = {"mean_similarity": float(s_bar.mean()), "entropy_std": float(sigma.mean())}
-    out["max_layer"] = {"mean_similarity": float(s_bar.min()), "entropy_std": float(sigma.max())}
-    out["sum_layers"] = {"mean_similarity": float(s_bar.mean()), "entropy_std": float(sigma.sum())}
+            out["pooled"] = {"mean_similarity": float(_mean_off_diagonal(cosine_from_gram(gram, eps)))}
+    sigma = lambda reading, rows="all": float(sigma_h_from_layers(reading, *per_layer[rows][1:]))
+    s_bar = per_layer["all"][0]
+    out["pooled"]["entropy_std"] = sigma("pooled")
+    out["released"] = {"mean_similarity": float(s_bar.mean()), "entropy_std": sigma("released")}
+    out["max_layer"] = {"mean_similarity": float(s_bar.min()), "entropy_std": sigma("max_layer")}
+    out["sum_layers"] = {"mean_similarity": float(s_bar.mean()), "entropy_std": sigma("sum_layers")}
     n_all_rows = state.n_rows[0]
     out["per_row"] = {"mean_similarity": float((state.example_cosine_sum / state.n_examples).mean()),
                       "entropy_std": float((state.row_std_sum / n_all_rows).mean())}
-    for rows in ("no_row0", "last_row"):
-        s_bar, sigma = per_layer[rows]
-        out[rows] = {"mean_similarity": float(s_bar.mean()), "entropy_std": float(sigma.mean())}
+    for rows in ("no_row0", "last_row"):  # the released reading on another set of query rows
+        out[rows] = {"mean_similarity": float(per_layer[rows][0].mean()), "entropy_std": sigma("released", rows)}
     return {name: out[name] for name in READINGS}
 
 

@@ -40,8 +40,6 @@ __all__ = [
     "RepulsionSignAgreement",
     "repulsion_statistics",
     "top_cosine_pairs",
-    "frac_negative_b_on_positive_cos",
-    "median_abs_cos",
     "MODES",
 ]
 
@@ -107,17 +105,6 @@ def repulsion_statistics(features: Tensor, eta: float, n_pairs: int = 200) -> di
         "median_abs_cos": cos64.abs().quantile(0.5),  # numpy-style median (mean of the middle two)
         "j": j, "l": l, "cos": cos, "B": b, "residual_exact": residual,
     }
-
-
-def frac_negative_b_on_positive_cos(features: Tensor, eta: float, n_pairs: int = 200) -> Tensor:
-    """Fraction of ``B_jl < 0`` among the selected pairs with positive cosine ("frac B<0 on +sim")."""
-    return repulsion_statistics(features, eta, n_pairs)["frac_neg_B_pos_cos"]
-
-
-def median_abs_cos(features: Tensor, n_pairs: int = 200) -> Tensor:
-    """Median ``|cos|`` of the top-``n_pairs`` centred feature pairs (Xu's "median |cos|")."""
-    centred = features.detach() - features.detach().mean(dim=0, keepdim=True)
-    return top_cosine_pairs(centred, n_pairs)[2].abs().double().quantile(0.5)
 
 
 class RepulsionSignAgreement(Metric):

@@ -24,7 +24,7 @@ from grok_lightning.metrics.repulsion import repulsion_statistics
 from grok_lightning.metrics.spectrum import activation_kernel, rho_tian_blocked, rho_tian_from_kernel
 from grok_lightning.models.two_layer import ACTIVATIONS, TwoLayerNet
 
-__all__ = ["TianModule", "tian_mse_loss"]
+__all__ = ["TianModule", "one_hot_columns", "tian_mse_loss"]
 
 THEOREM6_KEYS = ("sign_match_paper", "sign_match_exact", "frac_neg_B_pos_cos", "median_abs_cos")
 
@@ -123,7 +123,7 @@ class TianModule(L.LightningModule):
         # cached on the module's device once, not copied every epoch
         self._splits = {k: (x.to(self.device), y.to(self.device)) for k, (x, y) in self._splits.items()}
         if self._one_hot is None:
-            self._one_hot = {k: _one_hot_columns(x) for k, (x, _) in self._splits.items()}
+            self._one_hot = {k: one_hot_columns(x) for k, (x, _) in self._splits.items()}
         return self._splits
 
     def _features(self, split: str, x: torch.Tensor) -> torch.Tensor:
@@ -147,7 +147,7 @@ class TianModule(L.LightningModule):
     def training_step(self, batch, batch_idx):
         x, y = batch
         if self._train_columns is None or self._train_columns[0] is not x:  # full batch: same tensor
-            self._train_columns = (x, _one_hot_columns(x))
+            self._train_columns = (x, one_hot_columns(x))
         columns = self._train_columns[1]  # the gathered forward (bit-identical trajectory, tested)
         features = self.model.features(x) if columns is None else self.model.features_one_hot(*columns, x=x)
         loss = self.compute_loss(self.model.V(features), y)
@@ -191,7 +191,7 @@ class TianModule(L.LightningModule):
         return out
 
 
-def _one_hot_columns(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+def one_hot_columns(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """``(first, second)`` column of the two ones per row if ``x`` is a concatenated one-hot pair
     (exactly one 1 in each half, zeros elsewhere), else None (then training and evaluation use the dense path)."""
     if x.ndim != 2 or x.shape[1] % 2:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import plt
+from grok_lightning.plots.common import place_caption, plt
 
 __all__ = ["figure_architectures"]
 
@@ -33,6 +33,5 @@ def figure_architectures(entries: list[dict], paper: dict, caption_text: str):
     ax.set_xlabel(r"critical weight decay $\lambda_c$ (log)")
     ax.legend(fontsize=7, loc="best")
     fig.suptitle("Fig. 10: critical weight decay across architectures", fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.16, 1, 0.95))
+    place_caption(fig, caption_text, bottom=0.16, top=0.95, size=6.5)
     return fig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, aligned, plt
+from grok_lightning.plots.common import PAPER_STYLE, aligned, place_caption, plt
 from grok_lightning.plots.figures import PHASE1, PHASE2
 
 __all__ = ["figure_init_calibration"]
@@ -59,6 +59,5 @@ def figure_init_calibration(init_rows: list[dict], runs_by_label: dict[str, list
     axes[-1].set_xlabel("epoch (log); grey bands: the paper's Phase 1 (100-500) and Phase 2 (1,000-3,000)")
     fig.suptitle("Which attention / initialisation choices reproduce the paper's starting point and Phase 2?",
                  fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=7, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
+    place_caption(fig, caption_text, bottom=0.06, top=0.97)
     return fig

@@ -10,7 +10,7 @@ from matplotlib import pyplot as plt
 
 from grok_lightning.records import series
 
-__all__ = ["aligned", "band", "caption", "plt", "PAPER_STYLE"]
+__all__ = ["aligned", "band", "caption", "finish", "place_caption", "plt", "PAPER_STYLE"]
 
 PAPER_STYLE = dict(color="black", linestyle=":", linewidth=1.2)
 
@@ -69,8 +69,22 @@ SMOKE_SCOPE = {
 def finish(fig, title: str, caption_text: str, bottom: float = 0.05, top: float = 0.97, caption_size: float = 7):
     """Title, the caption along the bottom edge, and a layout that leaves both room."""
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=caption_size, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, bottom, 1, top))
+    return place_caption(fig, caption_text, bottom, top, size=caption_size)
+
+
+#: the space between the caption's top line and the lowest axis label, as a fraction of the figure's height
+CAPTION_GAP = 0.01
+
+
+def place_caption(fig, caption_text: str, bottom: float = 0.05, top: float = 0.97, right: float = 1.0,
+                  size: float = 7):
+    """The caption along the bottom edge, and a tight layout whose axes, tick labels and axis labels
+    included, start above it: at ``bottom`` (a fraction of the figure's height), or higher when the
+    caption's wrapped lines reach further up, so that a longer caption (a smoke profile's extra
+    line) never overprints an axis label."""
+    note = fig.text(0.01, 0.005, caption_text, fontsize=size, va="bottom", wrap=True)
+    caption_top = note.get_window_extent(fig.canvas.get_renderer()).y1 / fig.bbox.height
+    fig.tight_layout(rect=(0, max(bottom, caption_top + CAPTION_GAP), right, top))
     return fig
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, aligned, band, plt
+from grok_lightning.plots.common import PAPER_STYLE, aligned, band, place_caption, plt
 from grok_lightning.stats.trajectory import read_off_reference
 
 __all__ = ["figure_two_phase"]
 
-#: the paper's Fig. 2 median curves (n = 50 seeds, lambda = 1.0), read off the published figure
-#: (reference/fig2_median_read_off.csv; reading error 0.005 on s_bar and sigma_H, 0.02 on accuracy)
-FIG2_READ_OFF = read_off_reference()
+#: the reading error of the paper's Fig. 2 median curves (n = 50 seeds, lambda = 1.0), read off the
+#: published figure (stats.trajectory.read_off_reference)
 FIG2_READING_ERROR = {"test_acc": 0.02, "s_bar": 0.005, "sigma_H": 0.005}
 PHASE1, PHASE2 = (100, 500), (1000, 3000)
 
@@ -22,16 +21,17 @@ def figure_two_phase(records: list[dict], caption_text: str):
 
     Phase-1 (100-500) and Phase-2 (1,000-3,000) bands are the paper's fixed landmark windows.
     """
+    read_off = read_off_reference()
     fig, axes = plt.subplots(3, 1, figsize=(7.5, 8.5), sharex=True)
     panels = [("test_acc", "test_acc", "test accuracy", "tab:green"),
               ("mean_similarity", "s_bar", r"$\bar s$ (mean head cosine)", "tab:blue"),
               ("entropy_std", "sigma_H", r"$\sigma_H$ (entropy std)", "tab:red")]
-    paper_epochs = FIG2_READ_OFF["epoch"]
+    paper_epochs = read_off["epoch"]
     for ax, (key, column, label, color) in zip(axes, panels):
         epochs, table = aligned(records, key)
         keep = epochs >= 1  # log axis: the initialisation (epoch 0) is reported in the summary
         band(ax, epochs[keep], table[:, keep], color, f"ours: median, IQR (n = {len(records)})")
-        paper, error = FIG2_READ_OFF[column], FIG2_READING_ERROR[column]
+        paper, error = read_off[column], FIG2_READING_ERROR[column]
         ax.fill_between(paper_epochs, paper - error, paper + error, color="black", alpha=0.12, linewidth=0)
         ax.plot(paper_epochs, paper, color="black", linestyle=PAPER_STYLE.get("linestyle", ":"), marker=".",
                 markersize=4, linewidth=1.2, label=f"paper: median of 50 (read off, +-{error:g})")
@@ -50,6 +50,4 @@ def figure_two_phase(records: list[dict], caption_text: str):
         ax.legend(loc=where, fontsize=7)
     axes[-1].set_xlabel("epoch (log)")
     fig.suptitle("Fig. 2: two-phase dynamics of the attention order parameters", fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=7, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    return fig
+    return place_caption(fig, caption_text, bottom=0.05, top=0.97)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, finish, plt
+from grok_lightning.plots.common import PAPER_STYLE, finish, place_caption, plt
 from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.significance import MIN_PAIRS_COHEN_D
 
@@ -22,10 +22,12 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
     # paper contrasts without a counterpart here (e.g. a smoke run at another lambda) get their own line
     shown += [{"contrast": c, "stratum": s, "paper_only": True} for (c, s) in paper_d if (c, s) not in matched]
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * max(len(shown), 3) + 2.2))
+    drawn = set()  # the legend names only the marks the figure has
     for i, t in enumerate(shown):
         paper = paper_d.get((t["contrast"], t["stratum"]))
         if paper:
             ax.plot(paper[0], i, "*", color="black", markersize=10)
+            drawn.add("paper")
         if t.get("paper_only"):
             continue
         d, sd = t["cohen_d"], t.get("std_diff") or np.nan
@@ -36,23 +38,28 @@ def figure_forest(tests: list[dict], paper_d: dict, caption_text: str):
         else:
             lo, hi = d, d
         color = "tab:red" if t.get("reject_bonferroni") else "tab:blue"
-        face = color if (t.get("n") or 0) >= MIN_PAIRS_COHEN_D else "white"
-        ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, markerfacecolor=face, capsize=3)
-    ax.plot([], [], "*", color="black", label="paper d")
-    ax.plot([], [], "o", color="tab:red", label="ours, Bonferroni-significant in its family")
-    ax.plot([], [], "o", color="tab:blue", label="ours, not significant")
-    ax.plot([], [], "o", color="tab:blue", markerfacecolor="white",
-            label=f"ours, < {MIN_PAIRS_COHEN_D} pairs: not scored")
+        scored = (t.get("n") or 0) >= MIN_PAIRS_COHEN_D
+        ax.errorbar(d, i, xerr=[[d - lo], [hi - d]], fmt="o", color=color, markerfacecolor=color if scored else "white",
+                    capsize=3)
+        drawn.add(("significant" if t.get("reject_bonferroni") else "not significant") if scored else "not scored")
+    legend = {"paper": dict(marker="*", color="black", label="paper d"),
+              "significant": dict(marker="o", color="tab:red", label="ours, Bonferroni-significant in its family"),
+              "not significant": dict(marker="o", color="tab:blue", label="ours, not significant"),
+              "not scored": dict(marker="o", color="tab:blue", markerfacecolor="white",
+                                 label=f"ours, < {MIN_PAIRS_COHEN_D} pairs: not scored")}
+    for kind, style in legend.items():
+        if kind in drawn:
+            ax.plot([], [], linestyle="none", **style)
     ax.axvline(0, color="grey", linewidth=1)
     labels = [f"paper only: {t['contrast']}  lambda {t['stratum']}" if t.get("paper_only")
               else f"{t['contrast']}  lambda {t['stratum']}  (n = {t.get('n')})" for t in shown]
     ax.set_yticks(range(len(shown)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("Cohen's d on peak $\\sigma_H$ after the intervention (paired)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes: it hides no point
+    if drawn:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes: it hides no point
     fig.suptitle("Fig. 8: interventions at peak differentiation (E12)", fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.2, 1, 0.95))
+    place_caption(fig, caption_text, bottom=0.2, top=0.95, size=6.5)
     return fig
 
 
@@ -102,8 +109,7 @@ def figure_head_width(dh: np.ndarray, peak: np.ndarray, fit: dict | None, null: 
     ax.set_ylabel("peak $\\sigma_H$ (epochs > 100)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes: it hid the d/H = 16-32 points
     fig.suptitle("Fig. 4: differentiation amplitude vs head width, and the random-label null", fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.13, 1, 0.95))
+    place_caption(fig, caption_text, bottom=0.13, top=0.95, size=6.5)
     return fig
 
 

@@ -19,7 +19,7 @@ from textwrap import fill
 
 import numpy as np
 
-from grok_lightning.plots.common import PAPER_STYLE, finish, plt
+from grok_lightning.plots.common import PAPER_STYLE, finish, place_caption, plt
 
 __all__ = ["figure_auc", "figure_holdout", "figure_rllc"]
 
@@ -101,8 +101,7 @@ def figure_auc(studies: dict[str, dict], paper_auc: float, caption_text: str, ti
     fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=len(handles), fontsize=7,
                bbox_to_anchor=(0.5, 0.935), frameon=False)
     fig.suptitle(title or "Does it predict? Held-out AUC, baselines vs attention diagnostics", fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=6.5, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.17, 1, 0.9))
+    place_caption(fig, caption_text, bottom=0.17, top=0.9, size=6.5)
     return fig
 
 

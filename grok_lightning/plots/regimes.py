@@ -48,7 +48,9 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     for b in bins:
         ax_a.annotate(f"{b['n_grok']}/{b['n']}", (b["wd"], b["p_grok"]), textcoords="offset points", xytext=(4, 4), fontsize=6)
     grid = _wd_grid(wd)
-    for fit, color, name in ((paper_fit, "tab:blue", "paper (least squares)"), (glm_fit, "tab:orange", "glm (binomial)")):
+    # both fits are ours, on our runs: the paper's method (least squares, as its code) and a binomial GLM
+    for fit, color, name in ((paper_fit, "tab:blue", "ours, paper's method (least squares)"),
+                             (glm_fit, "tab:orange", "ours, binomial GLM")):
         if not np.isfinite(fit.wd_c):
             ax_a.plot([], [], color=color, label=f"{name}: {fit.status}, no estimate")
             continue
@@ -72,7 +74,8 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     ax_a.set_xlabel(r"weight decay $\lambda$ (log)")
     ax_a.set_ylabel("P(grok)")
     ax_a.set_title(f"(A) grokking probability (N = {paper_fit.n_fit} runs)", fontsize=9)
-    ax_a.legend(fontsize=6.5, loc="lower right")  # P(grok) rises with lambda: the lower right stays empty
+    # below the axes: inside, it would hide a bin's count (a bin at high lambda that did not grok)
+    ax_a.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
 
     if nu_fit is None:
         grokked = np.isfinite(t_grok)

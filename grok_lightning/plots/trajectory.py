@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import plt
+from grok_lightning.plots.common import place_caption, plt
 from grok_lightning.stats.trajectory import FIG2_CURVES, read_off_reference, trajectory_distance
 
 __all__ = ["figure_trajectories"]
@@ -39,6 +39,5 @@ def figure_trajectories(groups: dict[str, list[dict]], caption_text: str, title:
     fig.legend(handles, labels, loc="center right", fontsize=7)
     axes[-1].set_xlabel("epoch (log)")
     fig.suptitle(title, fontsize=11)
-    fig.text(0.01, 0.005, caption_text, fontsize=7, va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.06, 0.78, 0.97))
+    place_caption(fig, caption_text, bottom=0.06, top=0.97, right=0.78)
     return fig

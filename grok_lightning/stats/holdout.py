@@ -32,7 +32,13 @@ from typing import Sequence
 
 import numpy as np
 
-from grok_lightning.stats.predict import FeatureRow, _auc, _model, grouped_oof_predictions, undefined
+from grok_lightning.stats.predict import (
+    FeatureRow,
+    grouped_oof_predictions,
+    make_classifier,
+    mann_whitney_auc,
+    undefined,
+)
 
 __all__ = ["PAPER_FEATURES", "MIN_PER_CLASS", "label_cells", "choose_holdout", "holdout_auc", "within_cell_auc",
            "cells_text"]
@@ -155,7 +161,7 @@ def holdout_auc(rows: Sequence[FeatureRow], held_out: Sequence[float], features:
     X_train, X_test = _matrix(train, features), _matrix(test, features)
     proba = {}
     for m in models:
-        fitted = _model(m, seed, n_estimators).fit(X_train, y_train)
+        fitted = make_classifier(m, seed, n_estimators).fit(X_train, y_train)
         proba[m] = fitted.predict_proba(X_test)[:, list(fitted.classes_).index(1)]
     rng = np.random.default_rng(seed)
     pos, neg = np.flatnonzero(y_test == 1), np.flatnonzero(y_test == 0)
@@ -163,14 +169,14 @@ def holdout_auc(rows: Sequence[FeatureRow], held_out: Sequence[float], features:
     for _ in range(n_bootstrap):
         idx = np.concatenate([rng.choice(pos, len(pos)), rng.choice(neg, len(neg))])
         for m in models:
-            draws[m][0].append(_auc(y_test[idx], proba[m][idx]))
+            draws[m][0].append(mann_whitney_auc(y_test[idx], proba[m][idx]))
             draws[m][1].append(float(np.mean((proba[m][idx] - y_test[idx]) ** 2)))
 
     def interval(values):
         return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else \
             undefined("n_bootstrap = 0")
 
-    out["results"] = {m: {"auc": _auc(y_test, proba[m]), "auc_ci": interval(draws[m][0]),
+    out["results"] = {m: {"auc": mann_whitney_auc(y_test, proba[m]), "auc_ci": interval(draws[m][0]),
                           "brier": float(np.mean((proba[m] - y_test) ** 2)), "brier_ci": interval(draws[m][1]),
                           "proba": [float(p) for p in proba[m]], "labels": [int(v) for v in y_test],
                           "run_ids": [r.run_id for r in test]} for m in models}
@@ -191,5 +197,5 @@ def within_cell_auc(rows: Sequence[FeatureRow], wd: float, features: Sequence[st
     out["results"] = {}
     for m in models:
         proba, info = grouped_oof_predictions(X, y, [r.run_id for r in cell], m, seed=seed, n_estimators=n_estimators)
-        out["results"][m] = {"auc": info if proba is None else _auc(y, proba)}
+        out["results"][m] = {"auc": info if proba is None else mann_whitney_auc(y, proba)}
     return out

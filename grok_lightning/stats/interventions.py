@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from grok_lightning.stats.phases import heads_curve, history_curve, max_layer_curve, pooled_curve, summed_curve
+from grok_lightning.stats.phases import heads_curve, history_curve, sigma_h_curve
 
 __all__ = ["E12_OUTCOMES", "SIGMA_READINGS", "e12_outcomes", "reinitialised_heads", "sigma_curve"]
 
@@ -34,16 +34,10 @@ def sigma_curve(history: dict, reading: str, skip_heads: dict[int, list[int]] | 
     >>> sigma_curve(h, "sum_layers")[1], sigma_curve(h, "released")[1]
     (array([0.2, 0.4]), array([0.1, 0.2]))
     """
-    if reading == "sum_layers":
-        return summed_curve(history)
-    if reading == "released":
-        return history_curve(history, "entropy_std")
-    if reading == "max_layer":
-        return max_layer_curve(history)
-    if reading == "pooled":
-        return pooled_curve(history)
     if reading == "untouched":
         return heads_curve(history, skip=skip_heads, reduce="sum")
+    if reading in SIGMA_READINGS:
+        return sigma_h_curve(history, reading)
     raise ValueError(f"reading={reading!r}: expected one of {', '.join(SIGMA_READINGS)}")
 
 

@@ -21,7 +21,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["PhaseSummary", "phase_summary", "peak_entropy_std"]
+from grok_lightning.metrics.readings import sigma_h_from_layers
+
+__all__ = ["RECORD_READINGS", "PhaseSummary", "heads_curve", "history_curve", "layer_columns", "peak_entropy_std",
+           "phase_summary", "sigma_h_curve"]
 
 PHASE1_WINDOW = (100, 500)
 PHASE2_WINDOW = (1000, 3000)
@@ -35,70 +38,53 @@ def history_curve(history: dict, key: str) -> tuple[np.ndarray, np.ndarray]:
     return epochs, values
 
 
-def max_layer_curve(history: dict, key: str = "entropy_std") -> tuple[np.ndarray, np.ndarray]:
-    """``(epochs, max over layers of layer_<l>/<key>)``: the ``max_layer`` reading of
-    :mod:`grok_lightning.metrics.readings` rebuilt from a record's per-layer columns (all NaN
-    when the history has none; a layer's missing value is skipped).
+#: the readings of sigma_H a record's columns give (metrics/readings.py): ``released`` is the
+#: ``entropy_std`` column itself; the others pool the per-layer columns ``layer_<l>/entropy_std``
+#: (and ``layer_<l>/entropy_mean`` for ``pooled``) with the function that pools a tensor's layers
+RECORD_READINGS = ("released", "max_layer", "pooled", "sum_layers")
 
-    >>> max_layer_curve({"epoch": [0, 10], "layer_0/entropy_std": [0.1, 0.3], "layer_1/entropy_std": [0.2, None]})[1]
-    array([0.2, 0.3])
-    """
-    epochs = np.asarray(history["epoch"], dtype=float)
-    layers = [history_curve(history, k)[1] for k in sorted(history) if k.startswith("layer_") and k.endswith(f"/{key}")]
+
+def layer_columns(history: dict, key: str) -> tuple[list[int], np.ndarray | None]:
+    """``(layers, (L, epochs) table)``: the per-layer columns ``layer_<l>/<key>`` of a record's
+    history in layer order (NaN where a value is missing); ``([], None)`` without such columns."""
+    layers = sorted(int(k.split("/")[0].removeprefix("layer_")) for k in history
+                    if k.startswith("layer_") and k.endswith(f"/{key}"))
     if not layers:
-        return epochs, np.full(len(epochs), np.nan)
-    table = np.vstack(layers)
-    seen = np.isfinite(table).any(axis=0)
-    values = np.full(len(epochs), np.nan)
-    values[seen] = np.nanmax(table[:, seen], axis=0)
-    return epochs, values
+        return [], None
+    return layers, np.vstack([history_curve(history, f"layer_{layer}/{key}")[1] for layer in layers])
 
 
-def pooled_curve(history: dict) -> tuple[np.ndarray, np.ndarray]:
-    """``(epochs, sigma_H pooled over all L x H heads)``: the ``pooled`` reading of
-    :mod:`grok_lightning.metrics.readings` rebuilt exactly from a record's per-layer columns. With
-    the same H in every layer, the population variance over all heads is the mean of the per-layer
-    variances plus the variance of the per-layer means::
+def sigma_h_curve(history: dict, reading: str = "released") -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, sigma_H under reading)`` from a record's history (:data:`RECORD_READINGS`): the
+    function that reads one evaluation's attention (:func:`~grok_lightning.metrics.readings.sigma_h_from_layers`)
+    applied to the per-layer columns. All NaN when the record lacks the columns a reading needs.
 
-        sigma_pooled^2 = mean_l(sigma_l^2) + mean_l((m_l - mean(m))^2)
-
-    (``layer_<l>/entropy_std`` = sigma_l, ``layer_<l>/entropy_mean`` = m_l). NaN at an epoch where
-    any layer's value is missing, all NaN when the history has no per-layer columns.
-
+    >>> h = {"epoch": [0, 10], "entropy_std": [0.15, 0.2], "layer_0/entropy_std": [0.1, 0.3],
+    ...      "layer_1/entropy_std": [0.2, None]}
+    >>> sigma_h_curve(h, "max_layer")[1], sigma_h_curve(h, "sum_layers")[1], sigma_h_curve(h)[1]
+    (array([0.2, 0.3]), array([0.3, nan]), array([0.15, 0.2 ]))
     >>> h = {"epoch": [0], "layer_0/entropy_std": [0.0], "layer_0/entropy_mean": [1.0],
     ...      "layer_1/entropy_std": [0.0], "layer_1/entropy_mean": [2.0]}
-    >>> pooled_curve(h)[1]  # two layers of identical heads, means 1 and 2: std over all heads 0.5
+    >>> sigma_h_curve(h, "pooled")[1]  # two layers of identical heads, means 1 and 2: std over all heads 0.5
     array([0.5])
     """
+    if reading not in RECORD_READINGS:
+        raise ValueError(f"reading={reading!r}: a record gives {', '.join(RECORD_READINGS)}")
     epochs = np.asarray(history["epoch"], dtype=float)
-    layers = sorted(k.split("/")[0] for k in history if k.startswith("layer_") and k.endswith("/entropy_std"))
-    if not layers or any(f"{layer}/entropy_mean" not in history for layer in layers):
+    if reading == "released":  # the layer mean, written at training time by the same function
+        return history_curve(history, "entropy_std")
+    layers, std = layer_columns(history, "entropy_std")
+    mean_layers, mean = layer_columns(history, "entropy_mean") if reading == "pooled" else (layers, None)
+    if std is None or mean_layers != layers:
         return epochs, np.full(len(epochs), np.nan)
-    sigma = np.vstack([history_curve(history, f"{layer}/entropy_std")[1] for layer in layers])
-    means = np.vstack([history_curve(history, f"{layer}/entropy_mean")[1] for layer in layers])
-    return epochs, np.sqrt(np.mean(sigma**2, axis=0) + np.var(means, axis=0))
-
-
-def summed_curve(history: dict) -> tuple[np.ndarray, np.ndarray]:
-    """``(epochs, sum over layers of layer_<l>/entropy_std)``: the ``sum_layers`` reading of
-    :mod:`grok_lightning.metrics.readings` rebuilt from a record's per-layer columns (NaN at an
-    epoch where any layer's value is missing; all NaN without per-layer columns).
-
-    >>> summed_curve({"epoch": [0, 10], "layer_0/entropy_std": [0.1, 0.3], "layer_1/entropy_std": [0.2, None]})[1]
-    array([0.3, nan])
-    """
-    epochs = np.asarray(history["epoch"], dtype=float)
-    layers = [history_curve(history, k)[1] for k in sorted(history) if k.startswith("layer_") and k.endswith("/entropy_std")]
-    if not layers:
-        return epochs, np.full(len(epochs), np.nan)
-    return epochs, np.vstack(layers).sum(axis=0)
+    return epochs, sigma_h_from_layers(reading, std, mean)
 
 
 def heads_curve(history: dict, skip: dict[int, list[int]] | None = None, reduce: str = "sum") -> tuple[np.ndarray, np.ndarray]:
     """``(epochs, sigma_H over the heads not in skip)`` from a record's per-head entropies
     (``head_entropy/layer_<l>/head_<h>``): per layer, the population std over the kept heads, then
-    summed (``reduce="sum"``, the ``sum_layers`` reading) or averaged (``"mean"``, ``released``)
-    over layers. ``skip`` maps a layer to the head indices left out: the heads an intervention
+    pooled over layers by the ``sum_layers`` reading (``reduce="sum"``) or ``released``
+    (``"mean"``). ``skip`` maps a layer to the head indices left out: the heads an intervention
     re-initialised, so that A and B are read on the same untouched heads. All NaN without per-head
     columns.
 
@@ -120,8 +106,7 @@ def heads_curve(history: dict, skip: dict[int, list[int]] | None = None, reduce:
     skip = skip or {}
     per_layer = [np.vstack([v for h, v in sorted(heads.items()) if h not in skip.get(layer, [])]).std(axis=0)
                  for layer, heads in sorted(columns.items())]
-    table = np.vstack(per_layer)
-    return epochs, table.sum(axis=0) if reduce == "sum" else table.mean(axis=0)
+    return epochs, sigma_h_from_layers("sum_layers" if reduce == "sum" else "released", np.vstack(per_layer))
 
 
 def peak_entropy_std(history: dict, after_epoch: int = 100) -> tuple[float, int | None]:

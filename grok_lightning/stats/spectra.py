@@ -49,9 +49,9 @@ from grok_lightning.metrics.functional import (
 )
 from grok_lightning.metrics.participation import (
     DEFAULT_PR_CONSTRUCTION,
-    _pr_state_update,
     parse_pr_construction,
     pr_covariance_eigenvalues,
+    pr_state_update,
 )
 
 __all__ = ["ESDFit", "ModelESD", "TABLE3_PHASES", "esd_alpha", "esd_eigenvalues", "fit_power_law",
@@ -198,7 +198,7 @@ def head_covariance_eigenvalues(features, construction: str = DEFAULT_PR_CONSTRU
     if parse_pr_construction(construction)[1] == "per_example":
         raise ValueError("the per_example construction has one spectrum per example, not one per layer: "
                          "no C1 row")
-    return pr_covariance_eigenvalues(_pr_state_update(features), construction)
+    return pr_covariance_eigenvalues(pr_state_update(features), construction)
 
 
 def pr_identity_rows(eigenvalues, epoch: int | None = None) -> list[dict]:

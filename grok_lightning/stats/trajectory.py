@@ -27,10 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from grok_lightning.package_data import reference_file
+
 __all__ = ["FIG2_CURVES", "FIG2_GOALS", "TrajectoryDistance", "median_curve", "read_off_reference",
            "trajectory_distance", "trajectory_distances"]
 
-REFERENCE_CSV = Path(__file__).resolve().parents[2] / "reference" / "fig2_median_read_off.csv"
+#: the packaged read-off (grok_lightning.package_data: reference/ in a clone, package data when installed)
+REFERENCE_CSV = "fig2_median_read_off.csv"
 #: Fig. 2's curves: the CSV's column -> the history column of the released reading
 FIG2_CURVES = {"test_acc": "test_acc", "s_bar": "mean_similarity", "sigma_H": "entropy_std"}
 #: the goal of a matched trajectory (RMS), per curve
@@ -38,8 +41,10 @@ FIG2_GOALS = {"test_acc": 0.05, "s_bar": 0.015, "sigma_H": 0.015}
 WINDOW = 0.10
 
 
-def read_off_reference(path: str | Path = REFERENCE_CSV) -> dict[str, np.ndarray]:
-    """``{"epoch": ..., "test_acc": ..., "s_bar": ..., "sigma_H": ...}`` as float arrays."""
+def read_off_reference(path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """``{"epoch": ..., "test_acc": ..., "s_bar": ..., "sigma_H": ...}`` as float arrays, from
+    ``path`` or (default) the packaged :data:`REFERENCE_CSV`."""
+    path = reference_file(REFERENCE_CSV) if path is None else path
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
     if not rows:

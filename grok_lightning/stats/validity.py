@@ -11,8 +11,7 @@ a report can say why.
   range's median; its robust z-score ``(peak - median) / (1.4826 MAD)`` is at least ``min_z``;
   and it is not a lone evaluation (a neighbouring evaluation is at least halfway from the median
   to the peak). It also says whether the peak sits on the range's first or last evaluation.
-* :func:`decided_early` - does an intervention group's maximum after ``E`` fall within the first
-  ``early`` epochs (the fresh-head transient, not the dynamics)?
+* :func:`summarise_checks` - the reason a report gives when most units fail a check.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["PEAK_RULE", "PeakCheck", "decided_early", "peak_check", "summarise_checks"]
+__all__ = ["PEAK_RULE", "PeakCheck", "peak_check", "summarise_checks"]
 
 #: a peak stands out when it is >= 1.5x the median of its range, >= 3 robust SDs above it, and
 #: shared by a neighbouring evaluation (halfway up at least); our choices, stated in docs/decisions.md
@@ -78,18 +77,6 @@ def peak_check(epochs, values, lo: float = 100, hi: float = math.inf, min_ratio:
     on_edge = i in (0, len(v) - 1)
     stands_out = ratio >= min_ratio and z >= min_z and not lone
     return PeakCheck(peak, int(e[i]), median, ratio, z, lone, on_edge, stands_out)
-
-
-def decided_early(epochs, values, intervention_epoch: float, early: float = 10, hi: float = math.inf) -> bool:
-    """True when the maximum over ``(E, hi]`` lies in ``(E, E + early]``.
-
-    >>> decided_early([100, 110, 120, 130], [0.1, 0.3, 0.2, 0.1], 100)
-    True
-    >>> decided_early([100, 110, 120, 130], [0.1, 0.1, 0.3, 0.1], 100)
-    False
-    """
-    e, v = _range(epochs, values, intervention_epoch, hi)
-    return bool(len(v)) and float(e[int(np.argmax(v))]) <= intervention_epoch + early
 
 
 def summarise_checks(checks: list[dict], reasons: dict[str, str]) -> str | None:

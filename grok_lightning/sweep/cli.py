@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run or resume a sweep",
                          description="Run a sweep file, or resume the sweep stored in a directory. Running the "
                                      "same command again resumes: final runs are skipped.")
-    run.add_argument("sweep", help="sweep file (configs/sweeps/*.yaml) or an existing sweep directory")
+    run.add_argument("sweep", help="sweep file (configs/sweeps/*.yaml, or a packaged one by name: canonical_wd) or an "
+                                   "existing sweep directory")
     run.add_argument("--profile", help="profile in the sweep file (default: default_profile, else smoke)")
     run.add_argument("--out", help="sweep directory (default: runs/sweeps/<name>-<profile>)")
     run.add_argument("--workers", type=_positive_int, default=None,
@@ -82,9 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(args) -> int:
     from grok_lightning.config import trust_code
+    from grok_lightning.package_data import sweep_file
     from grok_lightning.sweep.launchers import prepare, profile_label, run_sweep
 
     trust_code(args.trust_code)  # the runs get the same (make_task)
+    args.sweep = sweep_file(args.sweep)
 
     if args.dry_run:
         sweep, runs, store = prepare(args.sweep, args.profile, args.out, extend=args.extend)

@@ -53,20 +53,21 @@ from pathlib import Path
 from typing import Any
 
 from grok_lightning.config import ConfigError, check_class_paths, read_yaml
+from grok_lightning.package_data import package_root
 from grok_lightning.sweep.keys import (  # noqa: F401 (get_dotted, set_dotted, validate_types: public here too)
     ALIASES,
     LABELS,
-    _delete_dotted,
-    _split,
     check_keys,
+    delete_dotted,
     get_dotted,
     resolve_key,
     set_dotted,
+    split_dotted,
     validate_types,
 )
 
 __all__ = [
-    "ALIASES", "RunSpec", "Sweep", "canonical_json", "expand", "load_sweep", "resolve_key",
+    "ALIASES", "RunSpec", "Sweep", "canonical_json", "checked_axes", "expand", "load_sweep", "resolve_key",
     "run_id_of", "identity_of", "set_dotted", "get_dotted", "validate_types",
 ]
 
@@ -94,7 +95,6 @@ SWEEP_KEYS = {"name", "description", "base", "overrides", "grid", "zip", "profil
               "checkpoint_min_epochs", "checkpoint_every", "keep_checkpoints"}
 PROFILE_KEYS = {"base", "overrides", "grid", "zip", "description", "checkpoint_min_epochs", "checkpoint_every",
                 "keep_checkpoints"}
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def _format_value(value: Any) -> str:
 def _label(key: str) -> str:
     if key in LABELS:
         return LABELS[key]
-    parts = [p for p in _split(key) if p not in ("init_args", "class_path")]
+    parts = [p for p in split_dotted(key) if p not in ("init_args", "class_path")]
     return re.sub(r"[^A-Za-z0-9]", "", parts[-1] if parts else key)[:16]
 
 
@@ -196,7 +196,7 @@ def _find_base(base: str, sweep_path: Path) -> Path:
         candidates = [base_path]
     else:
         candidates = [sweep_path.parent.parent / base_path, sweep_path.parent / base_path,
-                      Path.cwd() / base_path, REPO_ROOT / base_path]
+                      Path.cwd() / base_path, package_root() / base_path]  # configs/... ship in the package
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()
@@ -248,7 +248,7 @@ def _mapping(value: Any, where: str) -> dict:
     return dict(value)
 
 
-def _axes(value: Any, where: str) -> dict[str, list | None]:
+def checked_axes(value: Any, where: str) -> dict[str, list | None]:
     axes = _mapping(value, where)
     for key, values in axes.items():
         if values is None:
@@ -264,7 +264,7 @@ def _zips(value: Any, where: str) -> list[dict[str, list | None]]:
     if value is None:
         return []
     groups = value if isinstance(value, list) else [value]
-    return [_axes(group, f"{where}[{i}]" if isinstance(value, list) else where) for i, group in enumerate(groups)]
+    return [checked_axes(group, f"{where}[{i}]" if isinstance(value, list) else where) for i, group in enumerate(groups)]
 
 
 def _resolved(mapping: dict, where: str) -> dict:
@@ -318,8 +318,8 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
     overrides.update(_resolved(_mapping(prof.get("overrides"), f"{at}.overrides"), f"{at}.overrides"))
     if profile is not None:
         overrides.setdefault("run.profile", profile)
-    grid = _resolved(_axes(data.get("grid"), f"{path}: grid"), f"{path}: grid")
-    grid.update(_resolved(_axes(prof.get("grid"), f"{at}.grid"), f"{at}.grid"))  # replaces the same axes
+    grid = _resolved(checked_axes(data.get("grid"), f"{path}: grid"), f"{path}: grid")
+    grid.update(_resolved(checked_axes(prof.get("grid"), f"{at}.grid"), f"{at}.grid"))  # replaces the same axes
     grid = {k: v for k, v in grid.items() if v is not None}
     zips = [_resolved(z, f"{path}: zip") for z in _zips(data.get("zip"), f"{path}: zip")]
     prof_zips = [_resolved(z, f"{at}.zip") for z in _zips(prof.get("zip"), f"{at}.zip")]
@@ -392,7 +392,7 @@ def identity_of(config: dict) -> dict:
     """The config without its placement keys: what the run computes, the part its run id hashes."""
     identity = copy.deepcopy(config)
     for key in PLACEMENT_KEYS:
-        _delete_dotted(identity, key)
+        delete_dotted(identity, key)
     return identity
 
 

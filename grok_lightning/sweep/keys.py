@@ -19,7 +19,7 @@ from typing import Any
 
 from grok_lightning.config import ConfigError, parser_error_line, validate_run_config
 
-__all__ = ["ALIASES", "LABELS", "check_keys", "get_dotted", "resolve_key", "set_dotted", "validate_types"]
+__all__ = ["ALIASES", "LABELS", "check_keys", "delete_dotted", "get_dotted", "resolve_key", "set_dotted", "split_dotted", "validate_types"]
 
 #: short axis names -> dotted config keys
 ALIASES = {
@@ -54,14 +54,14 @@ _ABSENT = object()  # returned as a default to test for absence
 
 
 # --- get and set ------------------------------------------------------------------------------------
-def _split(key: str) -> list[str]:
+def split_dotted(key: str) -> list[str]:
     return [part for part in str(key).split(".")]
 
 
 def get_dotted(config: dict, key: str, default: Any = _MISSING) -> Any:
     """``get_dotted({"a": {"b": 1}}, "a.b") == 1``; list items by index (``callbacks.0``)."""
     node: Any = config
-    for part in _split(key):
+    for part in split_dotted(key):
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -75,7 +75,7 @@ def get_dotted(config: dict, key: str, default: Any = _MISSING) -> Any:
 
 def set_dotted(config: dict, key: str, value: Any) -> None:
     """Set ``config[a][b][c] = value`` for ``key = "a.b.c"``, creating dicts on the way."""
-    parts = _split(key)
+    parts = split_dotted(key)
     node: Any = config
     for part in parts[:-1]:
         if isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -95,8 +95,8 @@ def set_dotted(config: dict, key: str, value: Any) -> None:
         raise ConfigError(f"{key}: cannot set below a non-mapping value")
 
 
-def _delete_dotted(config: dict, key: str) -> None:
-    parts = _split(key)
+def delete_dotted(config: dict, key: str) -> None:
+    parts = split_dotted(key)
     try:
         parent = get_dotted(config, ".".join(parts[:-1])) if len(parts) > 1 else config
     except KeyError:
@@ -114,7 +114,7 @@ def resolve_key(key: str) -> str:
     """
     key = str(key).strip()
     key = ALIASES.get(key, key)
-    parts = _split(key)
+    parts = split_dotted(key)
     if len(parts) >= 2 and parts[0] in ("model", "data") and parts[1] not in ("init_args", "class_path", "dict_kwargs"):
         parts.insert(1, "init_args")
     return ".".join(parts)
@@ -219,7 +219,7 @@ def _parameters(cls) -> list[str]:
 
 
 def _without_init_args(key: str) -> str:
-    return ".".join(part for part in _split(key) if part != "init_args")
+    return ".".join(part for part in split_dotted(key) if part != "init_args")
 
 
 def check_keys(config: dict, locations: dict[str, str], where: str) -> None:

@@ -39,9 +39,9 @@ from grok_lightning.sweep.grid import (
     PLACEMENT_KEYS,
     RunSpec,
     Sweep,
-    _axes,
     canonical_json,
     check_sweep,
+    checked_axes,
     get_dotted,
     identity_of,
     max_epochs_of,
@@ -210,7 +210,7 @@ class SweepStore:
             if not isinstance(data, dict) or not isinstance(data.get("base"), dict):
                 raise ValueError("not a mapping with an inlined base config")
             for axes in [data.get("grid"), *(data.get("zip") or [])]:
-                _axes(axes, "axes")  # lists of values
+                checked_axes(axes, "axes")  # lists of values
             sweep = Sweep.from_dict(data)
         except (KeyError, TypeError, ValueError) as err:  # ConfigError is a ValueError
             raise ConfigError(f"stored sweep {path}: damaged ({err}); restore it, or start "

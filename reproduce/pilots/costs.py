@@ -14,23 +14,23 @@ not run ("not run here (compute: N CPU-h measured)"); runs that stop 20 epochs a
 cost less, so the protocol's figure is an upper bound, said so in the rows.
 
 Writes ``results/pilots/costs/costs.json`` (one entry per system, merged with what is there) and
-the run records under ``results/pilots/costs/<system>/``.
+the run records under ``results/pilots/costs/<system>/``; the reports read it with
+:mod:`reproduce.costs`.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import json
 import time
 from pathlib import Path
 
 from grok_lightning.records import write_json_atomic
 from grok_lightning.sweep.grid import get_dotted, load_sweep, set_dotted
 from reproduce.common import SWEEPS, cli
+from reproduce.costs import COSTS, load_costs
 
-REPO = Path(__file__).resolve().parents[2]
-ROOT = REPO / "results" / "pilots" / "costs"
+ROOT = COSTS.parent
 #: system -> (sweep file, the paper-profile runs it stands for: {dotted key: value} filter)
 SYSTEMS = {
     "fig9_small": ("multitask.yaml", {"model.init_args.n_layers": 4}),
@@ -100,32 +100,6 @@ def measure(system: str, epochs: int, out: Path) -> dict:
             "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "note": "one thread, cores possibly shared with other runs; the protocol's CPU-h is an upper bound "
                     "(runs stop 20 epochs after grokking where the sweep says so)"}
-
-
-def load_costs(path: Path = ROOT / "costs.json") -> dict:
-    """The measured costs (``{}`` before the pilot has run)."""
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
-def compute_needed(systems: dict[str, str], costs: dict | None = None, detail: bool = True) -> str | None:
-    """The reason a report gives for not running ``systems`` (``{system: label}``): the measured
-    CPU-hours of the paper's protocol (``detail``: with the per-epoch cost and the protocol's size);
-    ``None`` when none of them has been measured.
-
-    >>> c = {"fig10_lstm": {"cpu_s_per_epoch": 7.2, "paper_runs": 70, "paper_epochs": 10000, "paper_protocol_cpu_h": 1400.0}}
-    >>> compute_needed({"fig10_lstm": "LSTM", "fig10_mamba": "Mamba"}, c)
-    'compute: LSTM 1,400 CPU-h measured (7.2 CPU-s/epoch x 70 runs x 10,000 epochs, results/pilots/costs); Mamba not measured'
-    """
-    costs = load_costs() if costs is None else costs
-    if not any(name in costs for name in systems):
-        return None
-    parts = []
-    for name, label in systems.items():
-        c = costs.get(name)
-        how = (f" ({c['cpu_s_per_epoch']:.2g} CPU-s/epoch x {c['paper_runs']} runs x {c['paper_epochs']:,} epochs, "
-               "results/pilots/costs)") if c is not None and detail else ""
-        parts.append(f"{label} not measured" if c is None else f"{label} {c['paper_protocol_cpu_h']:,.0f} CPU-h measured{how}")
-    return "compute: " + "; ".join(parts)
 
 
 def table(costs: dict) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from grok_lightning.metrics.participation import PR_CONSTRUCTIONS, _pr_compute, parse_pr_construction
+from grok_lightning.metrics.participation import PR_CONSTRUCTIONS, parse_pr_construction, pr_compute
 from grok_lightning.records import write_json_atomic
 from reproduce.common import cli
 from reproduce.long_horizon import paper_table3
@@ -42,7 +42,7 @@ def candidate_table(record: dict, files: dict[int, Path], batch_size: int = 1024
         out["test_acc"][epoch] = correct / len(split[1])
         for name in PR_CONSTRUCTIONS:
             state = states[parse_pr_construction(name)[0]]
-            affine, ratio = _pr_compute(state, name, "affine"), _pr_compute(state, name, "ratio")
+            affine, ratio = pr_compute(state, name, "affine"), pr_compute(state, name, "ratio")
             entry = out["candidates"][name]
             entry["per_layer"][epoch] = [float(v) for v in affine]
             entry["mean"][epoch], entry["ratio_mean"][epoch] = float(affine.mean()), float(ratio.mean())

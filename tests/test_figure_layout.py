@@ -1,0 +1,51 @@
+"""What a figure shows a reader: the caption never overprints an axis label, and a legend names
+only what is drawn."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grok_lightning.plots.common import SMOKE_SCOPE, caption, place_caption, plt
+from grok_lightning.plots.figures import figure_two_phase
+from grok_lightning.plots.interventions import figure_forest
+
+
+def _run(seed: int) -> dict:
+    epochs = [0, 1, 2, 5, 10, 20, 50, 100, 200, 400]
+    rng = np.random.default_rng(seed)
+    return {"grok_epoch": 100, "history": {"epoch": epochs, "test_acc": list(np.linspace(0, 1, len(epochs))),
+                                            "mean_similarity": list(0.9 + 0.01 * rng.random(len(epochs))),
+                                            "entropy_std": list(0.05 + 0.01 * rng.random(len(epochs)))}}
+
+
+def _below_every_axis_label(fig) -> bool:
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    note = next(t for t in fig.texts if t.get_text().startswith("profile:"))
+    top = note.get_window_extent(renderer).y1
+    return all(ax.xaxis.label.get_window_extent(renderer).y0 > top and ax.get_tightbbox(renderer).y0 >= top
+               for ax in fig.axes)
+
+
+def test_a_long_caption_pushes_the_axes_up_instead_of_overprinting_them():
+    details = "p=97 add frac=0.5 batch=512; transformer 2L x 4H, d 64, d_ff 256, init mha; " * 3
+    long = caption("smoke", details, "3 seeds (paper 50), horizon 300 epochs (paper 5,000)", figure="fig2")
+    assert "needs a longer profile" in long and SMOKE_SCOPE["fig2"][1] in long
+    fig = figure_two_phase([_run(0), _run(1)], long)
+    assert _below_every_axis_label(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([1, 2], [1, 2])
+    ax.set_xlabel("x")
+    place_caption(fig, "profile: smoke | " + "a caption of many words " * 60, bottom=0.05)
+    assert _below_every_axis_label(fig)
+    plt.close(fig)
+
+
+def test_the_forest_legend_names_only_what_is_drawn():
+    tests = [{"contrast": "B-A", "stratum": "1", "cohen_d": 0.5, "cohen_d_ci": [-0.5, 1.5], "n": 2}]
+    for paper_d, expected in (({}, ["ours, < 4 pairs: not scored"]),
+                              ({("B-A", "1"): (-1.2, None)}, ["paper d", "ours, < 4 pairs: not scored"])):
+        fig = figure_forest(tests, paper_d, "profile: smoke | x")
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == expected
+        plt.close(fig)
