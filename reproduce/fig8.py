@@ -55,6 +55,12 @@ SWEEP_FILES = {"smoke": "interventions.yaml", "medium": "e12.yaml", "paper": "e1
 #: the run up to E (the reading that fits the paper's mild C); Cm to the median across matrices at E
 INTERVENTIONS = {"B": ("head_reinit.yaml", {}), "C": ("weight_norm_clip.yaml", {}),
                  "Cm": ("weight_norm_clip.yaml", {"reference": "matrices"})}
+#: groups that re-initialise heads as B does (Bg: at A's pre-grokking argmax on 3 seeds)
+RE_INITIALISING = {"Bg": "B"}
+#: (control sweep, profile, group) -> the head draw its shipped records used: one draw (seed 0) for
+#: every seed. Their stored plans are checked against what the runs compute, so these groups keep
+#: it; every other group draws its heads and fresh weights from each run's own seed
+ONE_DRAW_GROUPS = {("e12.yaml", "medium", "B"): {"seed": 0}, ("e12.yaml", "medium", "Bg"): {"seed": 0}}
 #: the groups each control sweep gets (P: placebo, R: the determinism check)
 GROUPS_OF = {"interventions.yaml": ("B", "C"), "e12.yaml": ("B", "C", "P", "R")}
 #: P's minibatch order: seed + this (any fixed offset gives an order unrelated to A's)
@@ -70,11 +76,13 @@ PRE_GROK_SEEDS = 3
 def group_callback(group: str, profile: str, epoch: int, control: str = "interventions.yaml") -> dict:
     """The group's intervention callback acting at ``epoch``. The callback file's ``profiles`` fit
     the shrunk model of interventions.yaml (4 heads: 1 re-initialised keeps the paper's quarter);
-    the E12 sweep runs the paper's model and takes the paper's settings (2 of 8 heads)."""
-    filename, overrides = INTERVENTIONS["B" if group == "Bg" else group]
+    the E12 sweep runs the paper's model and takes the paper's settings (2 of 8 heads). Heads are
+    drawn per seed (the file's ``seed: run``) except in the groups of :data:`ONE_DRAW_GROUPS`."""
+    filename, overrides = INTERVENTIONS[RE_INITIALISING.get(group, group)]
     spec = yaml.safe_load((REPO / "configs" / "interventions" / filename).read_text())
     shrunk = (spec.get("profiles") or {}).get(profile, {}) if control == "interventions.yaml" else {}
-    init_args = dict(spec["init_args"], **shrunk, **overrides, epoch=int(epoch))
+    one_draw = ONE_DRAW_GROUPS.get((control, profile, group), {})
+    init_args = dict(spec["init_args"], **shrunk, **overrides, **one_draw, epoch=int(epoch))
     return {"class_path": spec["class_path"], "init_args": init_args}
 
 
@@ -92,7 +100,7 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     keys = sorted(peaks)[:{"R": 1, "Bg": PRE_GROK_SEEDS}.get(group, len(peaks))]
     source = dict(sweep["overrides"]["trainer.callbacks"][0])
     source["init_args"] = dict(source.get("init_args") or {}, save_peak=False)  # the trajectory comes from A
-    intervenes = group in INTERVENTIONS or group == "Bg"
+    intervenes = group in INTERVENTIONS or group in RE_INITIALISING
     callbacks = [source] + ([group_callback(group, profile, 1, control)] if intervenes else [])
     sweep["overrides"]["trainer.callbacks"] = callbacks
     sweep["grid"] = {}

@@ -88,6 +88,20 @@ def test_e12_derived_sweeps_add_the_placebo_and_the_replay(tmp_path):
     assert shrunk.config["trainer"]["callbacks"][1]["init_args"]["n_heads"] == 1  # 1 of the shrunk model's 4
 
 
+def test_head_draws_are_per_seed_except_in_the_shipped_groups_that_shared_one(tmp_path):
+    """Every B draws its heads from its run's seed; the shipped medium B and Bg keep the one draw
+    (seed 0) their records used, so their stored plans still match what the runs compute."""
+    peaks = {(7, 0.05): 1500, (11, 0.05): 2290}
+    starts = {k: f"/a/{k[0]}/peak.ckpt" for k in peaks}
+
+    def draw(group, profile, control="e12.yaml"):
+        path = fig8.derived_sweep(group, profile, peaks, starts, tmp_path / f"{group}_{profile}_{control}", control=control)
+        return {s.config["trainer"]["callbacks"][1]["init_args"]["seed"] for s in load_sweep(path, profile=profile).expand()}
+
+    assert draw("B", "medium") == draw("Bg", "medium") == {0}
+    assert draw("B", "paper") == draw("Bg", "paper") == draw("B", "smoke", "interventions.yaml") == {"run"}
+
+
 def test_e12_scores_every_group_on_the_same_window_and_reading(tmp_path):
     from reproduce.e12_scoring import score_pairs
 
