@@ -258,3 +258,24 @@ def test_fig11_at_the_papers_lambda_c_horizon_adds_table_4s_own_pairing(tmp_path
     assert f"bounds {paper_at_5000:.3g}" in main["note"]
     fig11.analyse(records, empirical, 250.0, "smoke", tmp_path / "smoke")
     assert not any("as Table 4" in r["quantity"] for r in json.loads((tmp_path / "smoke" / "rows.json").read_text()))
+
+
+def test_fig11_cross_seed_kappa_is_the_early_window_estimator_averaged_over_seeds(tmp_path):
+    """fig11.kappa_cross_seed: the paper's estimator on each run's checkpoints at t <= 5,000, mean
+    over seeds; runs shorter than 5,000 epochs cannot give it (not run here, horizon)."""
+    from reproduce.verdict import verdict
+
+    def run(seed, kappa, horizon):
+        omega = lambda t: 20.0 + 60.0 * np.exp(-1e-3 * kappa * 1.0 * t)  # noqa: E731
+        return make_record(1.0, seed, grok_epoch=200, omega=omega, horizon=horizon)
+
+    records = [run(seed, kappa, 6000) for seed, kappa in ((42, 2.0), (7, 3.0), (11, 4.0))]
+    fig11.analyse(records, {"wd_c": 0.025, "wd_c_ci": [0.01, 0.05]}, 5000.0, "medium", tmp_path)
+    row = next(r for r in json.loads((tmp_path / "rows.json").read_text()) if r.get("claim") == "fig11.kappa_cross_seed")
+    assert row["ours"] == pytest.approx(3.0, rel=1e-3) and row["n"] == 3 and row["horizon"] == 5000
+    assert "[100, 500, 1000, 2500, 5000]" in row["note"]
+    fig11.analyse([run(42, 2.0, 1000), run(7, 3.0, 1000)], {"wd_c": 0.025, "wd_c_ci": [0.01, 0.05]}, 5000.0, "medium",
+                  tmp_path / "short")
+    row = next(r for r in json.loads((tmp_path / "short" / "rows.json").read_text())
+               if r.get("claim") == "fig11.kappa_cross_seed")
+    assert verdict(row).startswith("not run here (horizon): ours at 1,000 epochs")
