@@ -631,3 +631,29 @@ def test_e12_pools_another_targets_runs_of_as_model_into_the_grok_rows():
     pooled = same_model_runs(control, [twin, other_seed, other_model], "Fig. 5")
     assert pooled["same"] == [(7, 0.05)] and pooled["grok_differs"] == []
     assert [r["config"]["seed"] for r in pooled["added"]] == [31]
+
+
+def test_a7_contrasts_compare_runs_that_differ_in_one_factor_alone():
+    """Cohen's d of peak sigma_H, add vs mul (and high vs low d_model) on runs equal in all else;
+    where no two groups differ in the factor alone, the row says what it needs."""
+    from reproduce.a7 import a7_rows
+    from reproduce.verdict import verdict
+    from tests.test_regimes import make_record
+
+    def run(seed, peak, operation="add", d_model=128):
+        record = make_record(1.0, seed, grok_epoch=150, operation=operation)
+        record["config"]["model"]["d_model"] = d_model
+        record["history"]["entropy_std"] = [0.01 if e <= 100 else peak for e in record["history"]["epoch"]]
+        return record
+
+    add = [run(s, 0.10 + 0.01 * s) for s in range(3)]
+    mul = [run(s, 0.05 + 0.01 * s, operation="mul") for s in range(3)]
+    wide = [run(s, 0.20 + 0.02 * s, d_model=256) for s in range(2)]
+    rows = {r["claim"]: r for r in a7_rows(add + mul + wide, "medium", "Fig. 4")}
+    expected = 0.05 / np.std([0.10, 0.11, 0.12], ddof=1)
+    assert rows["a7.add_vs_mul"]["ours"] == pytest.approx(expected) and rows["a7.add_vs_mul"]["n"] == 6
+    assert "add (3) vs mul (3)" in rows["a7.add_vs_mul"]["note"]
+    high_low = rows["a7.dmodel_high_vs_low"]
+    assert high_low["n"] == 5 and high_low["ours"] > 0 and "256 (2) vs 128 (3)" in high_low["note"]
+    assert verdict(rows["a7.lnpre_vs_lnpost"]) == ("not run here (no two groups of Fig. 4's runs differ in the LayerNorm "
+                                                   "position alone: needs post-LN runs)")
