@@ -75,6 +75,23 @@ def _replay(records: list[dict], control: dict, peaks: dict) -> list[dict]:
     return checks
 
 
+def paired_test(x: np.ndarray, y: np.ndarray, n_bootstrap: int = 10000) -> dict:
+    """``y - x`` over the pairs where both are finite, in ``intervention_stats.json``'s schema: mean
+    difference, paired t, Wilcoxon, bootstrap interval, Cohen's d with its exact interval and the t
+    interval of the difference; ``{"error", "n"}`` when there are too few pairs."""
+    try:
+        res = paired_comparison(x, y, n_bootstrap=n_bootstrap, nan_policy="omit").to_dict()
+        if res.get("cohen_d") is not None:
+            res["cohen_d_ci"] = list(paired_d_ci(res["cohen_d"], res["n"]))
+        both = np.isfinite(x) & np.isfinite(y)
+        # the t interval scores the row (the bootstrap's, the JSON's schema, is the range of the
+        # differences at a few pairs: no 95% coverage there)
+        res["ci_95_diff_t"] = mean_interval(y[both] - x[both]).ci if both.sum() >= 2 else None
+    except ValueError as err:
+        res = {"error": str(err), "n": int((np.isfinite(x) & np.isfinite(y)).sum())}
+    return res
+
+
 def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 10000, window: int | None = None) -> dict:
     """Outcomes per group, variant and pair; every contrast's paired tests and each pair's headline
     outcomes (``per_pair``: group -> ``"seed_lambda"`` -> outcome), JSON-ready."""
@@ -98,16 +115,7 @@ def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 1
             for outcome in (E12_OUTCOMES if variant == "headline" else ("peak_ent",)):
                 for stratum, mask in strata:
                     x, y = values[a][variant][outcome][mask], values[b][variant][outcome][mask]
-                    try:
-                        res = paired_comparison(x, y, n_bootstrap=n_bootstrap, nan_policy="omit").to_dict()
-                        if res.get("cohen_d") is not None:
-                            res["cohen_d_ci"] = list(paired_d_ci(res["cohen_d"], res["n"]))
-                        both = np.isfinite(x) & np.isfinite(y)
-                        # the t interval scores the row (the bootstrap's, the JSON's schema, is the
-                        # range of the differences at a few pairs: no 95% coverage there)
-                        res["ci_95_diff_t"] = mean_interval(y[both] - x[both]).ci if both.sum() >= 2 else None
-                    except ValueError as err:
-                        res = {"error": str(err), "n": int((np.isfinite(x) & np.isfinite(y)).sum())}
+                    res = paired_test(x, y, n_bootstrap)
                     tests.append({"contrast": f"{b}-{a}", "variant": variant, "stratum": stratum, "outcome": outcome, **res})
     # each family: its three contrasts x the outcomes, Bonferroni (the paper's, per intervention_stats.json's
     # note; the placebo's contrasts are corrected the same way, as their own family)
@@ -123,7 +131,9 @@ def score_pairs(groups: dict[str, list[dict]], peaks: dict, n_bootstrap: int = 1
                 for g, v in ((g, values[g]["headline"]) for g in values)}
     excluded = {g: [r.get("excluded_reason") for r in recs if r["status"] == "excluded"] for g, recs in groups.items()}
     horizon = max((r["config"].get("max_epochs") or 0 for r in groups["A"]), default=0)
-    return {"pairs": pairs, "horizon": horizon, "controls": [_control_facts(table["A"][k], peaks[k]) for k in pairs], "tests": tests,
+    timed = [r for r in groups["A"] if r.get("status") == "completed" and r.get("cpu_time_s") and r.get("final_epoch")]
+    rate_a = sum(r["cpu_time_s"] for r in timed) / sum(r["final_epoch"] for r in timed) if timed else None
+    return {"pairs": pairs, "horizon": horizon, "cpu_s_per_epoch_A": rate_a, "controls": [_control_facts(table["A"][k], peaks[k]) for k in pairs], "tests": tests,
             "per_pair": per_pair, "excluded": excluded, "replay": _replay(groups.get("R", []), table["A"], peaks),
             "reinitialised_heads": {f"{k[0]}_{k[1]:g}": v for k, v in heads.items() if v},
             "n_runs": {g: len(recs) for g, recs in groups.items()}}
@@ -148,52 +158,62 @@ def _scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -
     return row(PAPER, quantity, None, ours, profile, n, **fields)
 
 
-def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) -> list[dict]:
-    """Report rows: control A against the paper's A at its lambda, then every contrast."""
+#: claims pooled over both lambdas whose ids carry no stratum
+UNSUFFIXED = ("e12.grok_A", "e12.grok_B", "e12.grok_C", "e12.B-A.grok_epoch")
+#: config keys that do not change what a control run computes up to its grok epoch
+HORIZON_KEYS = ("max_epochs", "run_id", "name", "profile")
 
+
+def claim_id(base: str, stratum: str) -> str:
+    """The claim of ``base`` at a stratum: ``e12.A_peak.0.05``, ``e12.A_peak.pooled``, but
+    ``e12.grok_A`` for the pooled grok count (the table's ids).
+
+    >>> claim_id("e12.grok_A", "0.05"), claim_id("e12.grok_A", "pooled"), claim_id("e12.A_peak", "pooled")
+    ('e12.grok_A.0.05', 'e12.grok_A', 'e12.A_peak.pooled')
+    """
+    return base if stratum == "pooled" and base in UNSUFFIXED else f"{base}.{stratum}"
+
+
+def same_model_runs(control: list[dict], others: list[dict], source: str) -> dict:
+    """Runs of another target on A's model, data and precision at A's lambdas (e.g. Fig. 5's bin at
+    lambda 0.05): a run with A's whole configuration but the horizon is A's own run (training does
+    not depend on the horizon before it ends), so pooling adds only the others' new seeds.
+    ``{"added": [records], "same": [(seed, wd)], "grok_differs": [(seed, wd)], "source": source}``,
+    for the grok rows (a grok epoch is a first crossing: the same at any horizon past it)."""
+    strip = lambda r: {k: v for k, v in r["config"].items() if k not in HORIZON_KEYS and k != "seed"}
+    mine = {(r["config"]["seed"], r["config"]["wd"]): r for r in control}
+    shapes = [strip(r) for r in control]
+    added, same, differs = [], [], []
+    for r in others:
+        if r.get("status") != "completed" or strip(r) not in shapes:
+            continue
+        key = (r["config"]["seed"], r["config"]["wd"])
+        if key not in mine:
+            added.append(r)
+            continue
+        same.append(key)
+        if r.get("grok_epoch") != mine[key].get("grok_epoch"):
+            differs.append(key)
+    return {"added": added, "same": sorted(same), "grok_differs": sorted(differs), "source": source}
+
+
+def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str, pooled_runs: dict | None = None) -> list[dict]:
+    """Report rows: control A against the paper's A at each lambda and, where the runs span more
+    than one, over both (the paper's pooled claims; else those rows say what is missing), then
+    every contrast, the interventions' grok counts and the determinism check. ``pooled_runs``:
+    :func:`same_model_runs` of another target, pooled into A's grok rows."""
     controls = scored["controls"]
     rows: list[dict] = []
     smoke = None if profile != "smoke" else "the smoke-sized model at lambda 0.3: a pipeline check, not the paper's design"
-    done = f"{len(controls)} of {planned.get('A', len(controls))} planned control runs finished"
-    for wd in sorted({c["wd"] for c in controls}):
-        mine = [c for c in controls if c["wd"] == wd]
-        stratum = f"{wd:g}"
-        before = sum(c["E_before_grok"] for c in mine)
-        grokked = [c["grok_epoch"] for c in mine if c["grok_epoch"] is not None]
-        context = join_notes(done, f"seeds {[c['seed'] for c in mine]}", f"E per seed {[c['E'] for c in mine]}",
-                             f"grok epochs {[c['grok_epoch'] for c in mine]}",
-                             f"E before A's grokking in {before} of {len(mine)}", f"horizon {scored['horizon']:,} epochs "
-                             "(the paper's E12: 10,000)")
-        # a grok epoch is a first crossing: when every run grokked before our horizon, the grok
-        # rows are final at any longer one; peaks and minima over (E, end] are not
-        final = (f"every run grokked by epoch {max(grokked):,}, before our {scored['horizon']:,}"
-                 if mine and len(grokked) == len(mine) else "")
-        for quantity, claim_id, values, horizon_final in (
-                ("E12 control A: peak sigma_H summed over layers (the cohort's reading)", f"e12.A_peak.{stratum}",
-                 [c["peak_sum_layers"] for c in mine], ""),
-                ("E12 control A: min s_bar after epoch 100", f"e12.A_min_sim.{stratum}", [c["min_s_bar"] for c in mine],
-                 ""),
-                ("E12 control A: grok epoch (mean of the grokked runs)", f"e12.A_grok_ep.{stratum}", grokked, final)):
-            mean, ci = _mean_ci(values)
-            rows.append(_scored_row(claim_id, f"{quantity} at lambda {stratum}", mean, profile, len(values),
-                                    ours_ci=ci, invalid=smoke, note=context, horizon=scored["horizon"],
-                                    horizon_final=horizon_final))
-            if claim_id.startswith("e12.A_peak."):
-                # the paper places E "typically 1,000-2,000, before grokking": A's maximum before
-                # its grok epoch is the other reading of "peak" (sensitivity, never counted)
-                before = [c["peak_before_grok_sum_layers"] for c in mine]
-                mean_b, ci_b = _mean_ci(before)
-                rows.append(_scored_row(claim_id, f"sensitivity (maximum before A's grok epoch): {quantity} at lambda "
-                                        f"{stratum}", mean_b, profile, len(before), ours_ci=ci_b, invalid=smoke,
-                                        horizon=scored["horizon"],
-                                        sensitivity="A's maximum before its grok epoch",
-                                        note=f"per seed {[round(v, 3) for v in before]}"))
-        lo, hi = wilson(len(grokked), len(mine)).ci
-        rows.append(_scored_row(f"e12.grok_A.{stratum}", f"E12 control A: grokked at lambda {stratum}",
-                                len(grokked) / len(mine), profile, len(mine), ours_ci=[lo, hi], invalid=smoke,
-                                horizon=scored["horizon"], horizon_final=final,
-                                note=f"{len(grokked)}/{len(mine)}, Wilson 95% interval"))
+    wds = sorted({c["wd"] for c in controls})
+    strata = [(f"{wd:g}", [c for c in controls if c["wd"] == wd]) for wd in wds]
+    strata += [("pooled", controls)] if len(wds) > 1 else []
+    for stratum, mine in strata:
+        rows += _control_rows(scored, mine, stratum, profile, planned, smoke, pooled_runs)
         rows += _contrast_rows(scored, profile, planned, stratum, where, smoke)
+        rows += _group_grok_rows(scored, mine, stratum, profile, smoke)
+    if len(wds) == 1:
+        rows += _unpooled_rows(scored, profile, wds[0])
     for check in scored["replay"]:
         differing = check["columns_differing"]
         rows.append(row(PAPER, "E12 determinism: A resumed at E with its own order repeats A (largest gap over every "
@@ -202,6 +222,107 @@ def e12_rows(scored: dict, profile: str, planned: dict[str, int], where: str) ->
                         note=f"seed {check['seed']}, {check['epochs_compared']} evaluations after E = {check['E']}; "
                              f"columns that differ: {sorted(differing) or 'none'}"))
     return rows
+
+
+def _control_rows(scored: dict, mine: list[dict], stratum: str, profile: str, planned: dict, smoke: str | None,
+                  pooled_runs: dict | None) -> list[dict]:
+    """A's peak, min s_bar, grok epoch and grok count at one stratum (or pooled over all)."""
+    rows = []
+    done = f"{len(mine)} of {planned.get('A', len(mine))} planned control runs finished" if stratum != "pooled" else \
+        f"{len(mine)} control runs over lambda {sorted({c['wd'] for c in mine})}"
+    before = sum(c["E_before_grok"] for c in mine)
+    grokked = [c["grok_epoch"] for c in mine if c["grok_epoch"] is not None]
+    n_runs, horizon = len(mine), scored["horizon"]
+    pooled_note = ""
+    if pooled_runs and stratum != "pooled":
+        added = [r for r in pooled_runs["added"] if f"{r['config']['wd']:g}" == stratum]
+        same = [k[0] for k in pooled_runs["same"] if f"{k[1]:g}" == stratum]
+        grokked += [r["grok_epoch"] for r in added if r.get("grok_epoch") is not None]
+        n_runs += len(added)
+        horizon = min([horizon] + [r["config"]["max_epochs"] for r in added])
+        differs = [k[0] for k in pooled_runs["grok_differs"] if f"{k[1]:g}" == stratum]
+        pooled_note = (f"pooled with {pooled_runs['source']}'s runs of this model at this lambda: seeds {same} there are "
+                       "A's own runs (the same configuration but the horizon; "
+                       + (f"grok epochs differ on seeds {differs}" if differs else "the same grok epochs")
+                       + f"), {len(added)} added")
+    context = join_notes(done, f"seeds {[c['seed'] for c in mine]}", f"E per seed {[c['E'] for c in mine]}",
+                         f"grok epochs {[c['grok_epoch'] for c in mine]}",
+                         f"E before A's grokking in {before} of {len(mine)}", f"horizon {scored['horizon']:,} epochs "
+                         "(the paper's E12: 10,000)")
+    # a grok epoch is a first crossing: when every run grokked before our horizon, the grok rows
+    # are final at any longer one; peaks and minima over (E, end] are not
+    final = (f"every run grokked by epoch {max(grokked):,}, before our {horizon:,}"
+             if grokked and len(grokked) == n_runs else "")
+    for quantity, base, values, horizon_final, note in (
+            ("E12 control A: peak sigma_H summed over layers (the cohort's reading)", "e12.A_peak",
+             [c["peak_sum_layers"] for c in mine], "", context),
+            ("E12 control A: min s_bar after epoch 100", "e12.A_min_sim", [c["min_s_bar"] for c in mine], "", context),
+            ("E12 control A: grok epoch (mean of the grokked runs)", "e12.A_grok_ep", grokked, final,
+             join_notes(context, pooled_note))):
+        mean, ci = _mean_ci(values)
+        rows.append(_scored_row(claim_id(base, stratum), f"{quantity} at lambda {stratum}", mean, profile, len(values),
+                                ours_ci=ci, invalid=smoke, note=note, horizon=horizon, horizon_final=horizon_final))
+        if base == "e12.A_peak":
+            # the paper places E "typically 1,000-2,000, before grokking": A's maximum before its
+            # grok epoch is the other reading of "peak" (sensitivity, never counted)
+            peaks_before = [c["peak_before_grok_sum_layers"] for c in mine]
+            mean_b, ci_b = _mean_ci(peaks_before)
+            rows.append(_scored_row(claim_id(base, stratum), f"sensitivity (maximum before A's grok epoch): {quantity} "
+                                    f"at lambda {stratum}", mean_b, profile, len(peaks_before), ours_ci=ci_b,
+                                    invalid=smoke, horizon=scored["horizon"], sensitivity="A's maximum before its grok epoch",
+                                    note=f"per seed {[round(v, 3) for v in peaks_before]}"))
+    lo, hi = wilson(len(grokked), n_runs).ci
+    rows.append(_scored_row(claim_id("e12.grok_A", stratum), f"E12 control A: grokked at lambda {stratum}",
+                            len(grokked) / n_runs, profile, n_runs, ours_ci=[lo, hi], invalid=smoke, horizon=horizon,
+                            horizon_final=final, note=join_notes(f"{len(grokked)}/{n_runs}, Wilson 95% interval",
+                                                                 pooled_note)))
+    return rows
+
+
+def _group_grok_rows(scored: dict, mine: list[dict], stratum: str, profile: str, smoke: str | None) -> list[dict]:
+    """B's and C's grok counts and B - A's grok-epoch difference. Where E follows A's grokking in
+    most seeds, a group's grok epoch there is A's by construction: an invalid test. B's rows are
+    sensitivity rows: the pre-grokking arm's B_pre scores those claims (docs/decisions.md)."""
+    keys = {f"{c['seed']}_{c['wd']:g}" for c in mine}
+    after = sum(not c["E_before_grok"] for c in mine)
+    invalid = smoke or (f"E follows A's grokking in {after} of {len(mine)} seeds: a group's grok epoch there is A's "
+                        "by construction" if 2 * after > len(mine) else None)
+    b_sensitivity = "group B at E (the paper's rule); B_pre, before grokking, scores this claim"
+    rows = []
+    for group in ("B", "C"):
+        runs = [v for k, v in scored["per_pair"].get(group, {}).items() if k in keys]
+        if not runs:
+            continue
+        k = sum("grok_ep" in v for v in runs)
+        grok_final = f"every group {group} run grokked before our {scored['horizon']:,}" if k == len(runs) else ""
+        lo, hi = wilson(k, len(runs)).ci
+        rows.append(_scored_row(claim_id(f"e12.grok_{group}", stratum), f"E12 group {group}: grokked at lambda {stratum}",
+                                k / len(runs), profile, len(runs), ours_ci=[lo, hi], invalid=invalid,
+                                horizon=scored["horizon"], horizon_final=grok_final,
+                                note=f"{k}/{len(runs)}, Wilson 95% interval",
+                                **({"sensitivity": b_sensitivity} if group == "B" else {})))
+    test = next((t for t in scored["tests"] if (t["contrast"], t["variant"], t["outcome"], t["stratum"])
+                 == ("B-A", "headline", "grok_ep", stratum)), {})
+    if test.get("mean_diff") is not None:
+        rows.append(_scored_row(claim_id("e12.B-A.grok_epoch", stratum), f"E12 B-A: mean difference of the grok epoch at "
+                                f"lambda {stratum}", test["mean_diff"], profile, test["n"], ours_ci=test.get("ci_95_diff_t"),
+                                null=0.0, invalid=invalid, sensitivity=b_sensitivity, horizon=scored["horizon"],
+                                note=f"p_t {_g(test.get('p_value_t'))}"))
+    return rows
+
+
+def _unpooled_rows(scored: dict, profile: str, wd: float) -> list[dict]:
+    """The paper's claims pooled over lambda 0.015 and 0.05, where these runs have one lambda: not
+    run here, with what the other stratum's control group alone would cost."""
+    rate, n = scored.get("cpu_s_per_epoch_A"), len(scored["controls"])
+    cost = (f"; its control group alone ({n} seeds x 10,000 epochs) is about {n * 10000 * rate / 3600:.0f} CPU-h at "
+            f"the {rate:.2f} CPU-s per epoch measured in this A" if rate else "")
+    why = f"the paper pools lambda 0.015 and 0.05; these runs have lambda {wd:g} only{cost}"
+    pooled = [claim_id(base, "pooled") for base in ("e12.A_peak", "e12.A_min_sim", "e12.A_grok_ep", *UNSUFFIXED)]
+    pooled += [f"e12.{c}.{k}.pooled" for c in PAPER_CONTRASTS for k in ("d", "diff", "p")]
+    claims = load_claims()
+    return [_scored_row(c, f"E12 over lambda 0.015 and 0.05 (the paper's pooled claim): {claims[c].claim}", None, profile,
+                        0, not_run=why) for c in pooled if c in claims]
 
 
 def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, where: str, invalid: str | None) -> list[dict]:

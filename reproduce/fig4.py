@@ -24,6 +24,7 @@ from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, p
 from grok_lightning.stats.phases import sigma_h_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
+from reproduce.a7 import a7_rows
 from reproduce.claims import claim, claim_row, source_value
 from reproduce.common import cli, describe, parse_args, planned_configs, sweep_records, sweep_summary, write_outputs
 from reproduce.report import join_notes
@@ -240,6 +241,7 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
                               invalid=invalid, horizon=horizon))
     for reading, (real_peaks, null_peaks) in alternative.items():
         rows += _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid, horizon)
+    rows += a7_rows(done, profile, "Fig. 4")  # the author's one-factor contrasts, where these runs hold one
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
                **{f"peak_{k}": a.tolist() for k, (a, _) in alternative.items()},
                **{f"null_{k}": b.tolist() for k, (_, b) in alternative.items()},

@@ -13,7 +13,9 @@ The paper's protocol (docs/decisions.md, "E12 by the paper's protocol"):
    nothing but the minibatch order, and R, one seed, repeats A's own order for 200 epochs (A
    must be reproduced exactly). When E falls after A's grokking in most seeds, Bg (a sensitivity
    group) is B started at A's argmax before grokking on the first 3 seeds where it differs from E
-   (elsewhere Bg would repeat B). The derived sweep files
+   (elsewhere Bg would repeat B). On every seed, the pre-grokking arm starts there too: B_pre (B,
+   heads drawn per seed) and its own placebo P_pre (another minibatch order), scored by
+   ``reproduce.e12_pre`` (docs/decisions.md, "E12 before grokking"). The derived sweep files
    are written next to their runs.
 3. Every group is scored on (E, E + W] (``--window``; default: to the end of the run) under the
    cohort's reading (``sum_layers``) and, as sensitivity rows, the released reading, the heads no
@@ -47,7 +49,9 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, pre_grok_rows, score_pairs
+from reproduce.e12_pre import GROUPS as PRE_ARM
+from reproduce.e12_pre import measured_rate, missing_cost, pre_arm_rows, score_pre_arm
+from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, pre_grok_rows, same_model_runs, score_pairs
 
 #: the control group's sweep per profile: the paper's model where the profile can afford it
 SWEEP_FILES = {"smoke": "interventions.yaml", "medium": "e12.yaml", "paper": "e12.yaml"}
@@ -55,6 +59,17 @@ SWEEP_FILES = {"smoke": "interventions.yaml", "medium": "e12.yaml", "paper": "e1
 #: the run up to E (the reading that fits the paper's mild C); Cm to the median across matrices at E
 INTERVENTIONS = {"B": ("head_reinit.yaml", {}), "C": ("weight_norm_clip.yaml", {}),
                  "Cm": ("weight_norm_clip.yaml", {"reference": "matrices"})}
+#: groups that re-initialise heads as B does (Bg: at A's pre-grokking argmax on 3 seeds; B_pre: there
+#: on every seed)
+RE_INITIALISING = {"Bg": "B", "B_pre": "B"}
+#: groups that change nothing but the minibatch order (P at E, P_pre at A's pre-grokking argmax)
+PLACEBOS = ("P", "P_pre")
+#: groups that keep their last.ckpt, so that a longer horizon extends them instead of retraining
+KEEP_LAST = ("B_pre", "P_pre")
+#: (control sweep, profile, group) -> the head draw its shipped records used: one draw (seed 0) for
+#: every seed. Their stored plans are checked against what the runs compute, so these groups keep
+#: it; every other group draws its heads and fresh weights from each run's own seed
+ONE_DRAW_GROUPS = {("e12.yaml", "medium", "B"): {"seed": 0}, ("e12.yaml", "medium", "Bg"): {"seed": 0}}
 #: the groups each control sweep gets (P: placebo, R: the determinism check)
 GROUPS_OF = {"interventions.yaml": ("B", "C"), "e12.yaml": ("B", "C", "P", "R")}
 #: P's minibatch order: seed + this (any fixed offset gives an order unrelated to A's)
@@ -70,11 +85,13 @@ PRE_GROK_SEEDS = 3
 def group_callback(group: str, profile: str, epoch: int, control: str = "interventions.yaml") -> dict:
     """The group's intervention callback acting at ``epoch``. The callback file's ``profiles`` fit
     the shrunk model of interventions.yaml (4 heads: 1 re-initialised keeps the paper's quarter);
-    the E12 sweep runs the paper's model and takes the paper's settings (2 of 8 heads)."""
-    filename, overrides = INTERVENTIONS["B" if group == "Bg" else group]
+    the E12 sweep runs the paper's model and takes the paper's settings (2 of 8 heads). Heads are
+    drawn per seed (the file's ``seed: run``) except in the groups of :data:`ONE_DRAW_GROUPS`."""
+    filename, overrides = INTERVENTIONS[RE_INITIALISING.get(group, group)]
     spec = yaml.safe_load((REPO / "configs" / "interventions" / filename).read_text())
     shrunk = (spec.get("profiles") or {}).get(profile, {}) if control == "interventions.yaml" else {}
-    init_args = dict(spec["init_args"], **shrunk, **overrides, epoch=int(epoch))
+    one_draw = ONE_DRAW_GROUPS.get((control, profile, group), {})
+    init_args = dict(spec["init_args"], **shrunk, **overrides, **one_draw, epoch=int(epoch))
     return {"class_path": spec["class_path"], "init_args": init_args}
 
 
@@ -84,15 +101,16 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     epoch and checkpoint zipped): B and C with one intervention callback acting at E, P with
     another minibatch order, R (the first pair only) with A's own order for REPLAY_EPOCHS, Bg
     (the first PRE_GROK_SEEDS pairs; ``peaks`` and ``starts`` then hold A's pre-grokking argmax
-    and its checkpoint) as B."""
+    and its checkpoint) as B, and B_pre and P_pre (every pair, from the same pre-grokking
+    checkpoints) as B and P, keeping their last.ckpt."""
     sweep = yaml.safe_load((SWEEPS / control).read_text())
     sweep["name"] = f"{sweep['name']}_{group}"
     sweep["base"] = str(REPO / sweep["base"])
-    sweep["keep_checkpoints"] = False  # only A's checkpoints are started from
+    sweep["keep_checkpoints"] = group in KEEP_LAST  # the others: only A's checkpoints are started from
     keys = sorted(peaks)[:{"R": 1, "Bg": PRE_GROK_SEEDS}.get(group, len(peaks))]
     source = dict(sweep["overrides"]["trainer.callbacks"][0])
     source["init_args"] = dict(source.get("init_args") or {}, save_peak=False)  # the trajectory comes from A
-    intervenes = group in INTERVENTIONS or group == "Bg"
+    intervenes = group in INTERVENTIONS or group in RE_INITIALISING
     callbacks = [source] + ([group_callback(group, profile, 1, control)] if intervenes else [])
     sweep["overrides"]["trainer.callbacks"] = callbacks
     sweep["grid"] = {}
@@ -101,7 +119,7 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     zipped = {"seed": [k[0] for k in keys], "wd": [k[1] for k in keys]}
     if intervenes:
         zipped["trainer.callbacks.1.init_args.epoch"] = [peaks[k] for k in keys]
-    if group == "P":
+    if group in PLACEBOS:
         zipped["data.init_args.order_seed"] = [k[0] + PLACEBO_ORDER_OFFSET for k in keys]
     if group == "R":
         zipped["trainer.max_epochs"] = [peaks[k] + REPLAY_EPOCHS for k in keys]
@@ -150,13 +168,18 @@ def needs_pre_grok_group(peaks: dict, pre_peaks: dict) -> bool:
 
 
 def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path, n_bootstrap: int = 10000,
-            window: int | None = None, planned: dict[str, int] | None = None, pre_peaks: dict | None = None) -> dict:
+            window: int | None = None, planned: dict[str, int] | None = None, pre_peaks: dict | None = None,
+            pre_arm: dict | None = None, pooled_runs: dict | None = None) -> dict:
     """Score every group's records, test every contrast, write rows, summary and the forest plot.
     ``planned``: runs planned per group (rows of groups with missing runs say so); ``pre_peaks``:
-    A's argmax before grokking for the seeds of the sensitivity group Bg (in ``groups`` if run)."""
+    A's argmax before grokking for the seeds of the sensitivity group Bg (in ``groups`` if run);
+    ``pre_arm``: that argmax on every seed, where B_pre and P_pre start (``groups`` holds their
+    records, empty lists for groups without any); ``pooled_runs``: another target's runs of A's
+    model (:func:`~reproduce.e12_scoring.same_model_runs`), pooled into A's grok rows."""
     out.mkdir(parents=True, exist_ok=True)
     groups = dict(groups)
     pre_group = groups.pop("Bg", None)
+    arm = {g: groups.pop(g, []) for g in PRE_ARM}
     scored = score_pairs(groups, peaks, n_bootstrap=n_bootstrap, window=window)
     info = sweep_summary(groups["A"])
     where = f"(E, E + {window}]" if window else "(E, end of run]"
@@ -167,7 +190,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     differs = None if profile == "paper" else (
         f"lambda {info['wds']}, {len(info['seeds'])} seeds, {info['horizon']} epochs, "
         f"{groups['A'][0]['config'].get('precision')} (paper: lambda 0.015 and 0.05, 10 seeds, 10,000 epochs)")
-    rows = e12_rows(scored, profile, planned or {}, where)
+    rows = e12_rows(scored, profile, planned or {}, where, pooled_runs=pooled_runs)
     pre_scored = None
     if pre_group is not None and pre_peaks:
         pre_scored = score_pairs({"A": groups["A"], "B": pre_group}, pre_peaks, n_bootstrap=n_bootstrap, window=window)
@@ -191,8 +214,25 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
                                   "controls": pre_scored["controls"], "tests": pre_scored["tests"],
                                   "per_pair": pre_scored["per_pair"],
                                   "n_runs": pre_scored["n_runs"]}
+    if pre_arm:
+        rate = measured_rate(groups)
+        missing = {g: missing_cost(g, arm[g], pre_arm, scored["horizon"], rate) for g in PRE_ARM}
+        arm_scored = score_pre_arm({"A": groups["A"], **arm}, pre_arm, n_bootstrap=n_bootstrap)
+        rows += pre_arm_rows(arm_scored, profile, missing)
+        summary["pre_arm"] = {**arm_scored, "measured_rate": rate, "missing": missing}
     write_outputs(out, summary, [{k: v for k, v in r.items() if k not in ("contrast", "stratum", "outcome")} for r in rows])
     return summary
+
+
+def fig5_runs(root: Path, control: list[dict]) -> dict | None:
+    """Fig. 5's shipped runs of A's model at A's lambdas (read, never trained here), for A's grok
+    rows; None where Fig. 5 has no records under ``root``."""
+    from grok_lightning.records import iter_records
+
+    store = root / "fig5" / "sweep" / "runs"
+    if not store.is_dir():
+        return None
+    return same_model_runs(control, [record for _, record in iter_records(store)], "Fig. 5")
 
 
 def main(argv=None) -> Path:
@@ -220,7 +260,12 @@ def main(argv=None) -> Path:
     if pre_peaks:
         planned["Bg"] = min(PRE_GROK_SEEDS, planned["A"])
         groups["Bg"] = run_group("Bg", pre_peaks, pre_starts)
-    summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned, pre_peaks=pre_peaks or None)
+    pre_arm = pre_all if control_file == "e12.yaml" else {}
+    for group in PRE_ARM if pre_arm else ():
+        planned[group] = len(pre_arm)
+        groups[group] = run_group(group, pre_arm, pre_starts)
+    summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned, pre_peaks=pre_peaks or None,
+                      pre_arm=pre_arm or None, pooled_runs=fig5_runs(Path(args.out), control))
     print(f"fig8: {len(summary['pairs'])} controls; {out / 'fig8_forest.png'}")
     return out
 

@@ -18,7 +18,9 @@ from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_multitask
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
-from reproduce.claims import claim_row, count_row, source_value
+from grok_lightning.stats.intervals import mean_interval
+from grok_lightning.stats.phases import summed_curve
+from reproduce.claims import claim_row, count_row, load_claims, source_value
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import join_notes, row
 
@@ -41,6 +43,10 @@ def paper_grid() -> dict:
 #: the paper's E9 claims (reference/claims.csv): per-task grok rates and pooled lambda_c per scale
 TASK_CLAIMS = {"add": "e9.rate_mod_add", "div": "e9.rate_mod_div", "mul": "e9.rate_mod_mul", "sub": "e9.rate_mod_sub"}
 WD_C_CLAIMS = {"small": "e9.transformer_small_pooled_4ops", "medium": "e9.transformer_medium_pooled_4ops"}
+#: per-lambda grok rates pooled over tasks and scales: lambda -> claim
+WD_CLAIMS = {float(c.removeprefix("e9.rate_wd")): c for c in load_claims() if c.startswith("e9.rate_wd")}
+#: the 19M model's mean peak sigma_H (summed over layers) in one cell: (operation, scale, lambda)
+SIGMA_CELL = ("add", "medium", 0.015)
 
 
 def _scale(n: int) -> str:
@@ -56,6 +62,25 @@ def _fit(records: list[dict]):
     if len(set(wd.tolist())) < 2:
         return None
     return fit_critical_weight_decay(wd, grokked, method="paper", n_bootstrap=1500)
+
+
+def _sigma_cell_row(counted: list[dict], profile: str, horizon) -> dict:
+    """The mean over seeds of peak sigma_H (summed over layers, epochs > 100) in the 19M model's
+    mod-add cell at lambda 0.015 (``e9.sigma_peak_medium``), with its t interval."""
+    op, scale, wd = SIGMA_CELL
+    cell = [r for r in counted if r["config"]["data"]["operation"] == op and _scale(n_params(r)) == scale
+            and abs(r["config"]["wd"] - wd) < 1e-12]
+    peaks = []
+    for r in cell:
+        epochs, summed = summed_curve(r["history"])
+        keep = (epochs > 100) & np.isfinite(summed)
+        if keep.any():
+            peaks.append(float(summed[keep].max()))
+    mean = float(np.mean(peaks)) if peaks else None
+    return claim_row("e9.sigma_peak_medium", f"peak sigma_H summed over layers, task {SYMBOL[op]}, {scale} model, lambda "
+                     f"{wd:g} (mean over seeds)", mean, profile, len(peaks), horizon=horizon,
+                     ours_ci=mean_interval(peaks).ci if len(peaks) >= 2 else None,
+                     note=f"per seed {[round(v, 4) for v in peaks]}" if peaks else "no run in that cell")
 
 
 def analyse(records: list[dict], profile: str, out: Path) -> dict:
@@ -84,6 +109,12 @@ def analyse(records: list[dict], profile: str, out: Path) -> dict:
         note = "" if profile == "paper" else "smoke grid (lambda 1, 2) is not the paper's: rates are not comparable"
         rows.append(count_row(claim_id, f"grok rate, task {SYMBOL[op]} (pooled over scales and lambda)",
                               sum(is_grokked(r) for r in mine), len(mine), profile, note=note, horizon=horizon))
+    for wd, claim_id in sorted(WD_CLAIMS.items()):
+        mine = [r for r in counted if abs(r["config"]["wd"] - wd) < 1e-12]
+        rows.append(count_row(claim_id, f"grok rate at lambda {wd:g} (pooled over tasks and scales)",
+                              sum(is_grokked(r) for r in mine), len(mine), profile, horizon=horizon,
+                              note="" if mine else f"no run at lambda {wd:g}"))
+    rows.append(_sigma_cell_row(counted, profile, horizon))
     for size in sorted({n_params(r) for r in counted}):
         group = [r for r in counted if n_params(r) == size]
         fit = _fit(group)

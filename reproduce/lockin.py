@@ -1,6 +1,6 @@
-"""Spectral lock-in (Xu 2026, arXiv 2605.08119, on Tian 2025): the four reproduction targets.
+"""Spectral lock-in (Xu 2026, arXiv 2605.08119, on Tian 2025): its reproduction targets.
 
-    python -m reproduce.lockin --profile smoke|medium|paper --out reproduction [--workers N] [--only main|window|activation|eta]
+    python -m reproduce.lockin --profile smoke|medium|paper --out reproduction [--workers N] [--only main|window|activation|eta|mp]
 
 Targets, all written to ``<out>/lockin/`` (PNGs, ``summary.json``, ``rows.json``, ``NOTES.md``):
 
@@ -11,6 +11,8 @@ Targets, all written to ``<out>/lockin/`` (PNGs, ``summary.json``, ``rows.json``
   Theorem 6 on the real ReLU network next to the published (x^2-replay) values.
 * ``eta``: the eta sweep (``lockin_eta.yaml``; the eta = 1e-5, 2,000-epoch extension
   ``lockin_eta_long.yaml`` runs under the medium and paper profiles).
+* ``mp``: the M x p scaling sweep (``lockin_mp.yaml``, medium and paper profiles): rho_tian fires
+  in every run, grokking or not.
 
 Every number comes from the run records of this invocation's sweeps (stored under
 ``<out>/lockin/<sweep name>/sweep``; a rerun resumes them and only redoes the analysis); every
@@ -20,7 +22,8 @@ caption states profile, seeds, horizon and the hyperparameters read from the run
 Profiles: ``smoke`` (CPU minutes), ``medium`` (the paper's own protocol, which is CPU-sized:
 15 + 15 seeds x 400 epochs, ReLU 800, the eta sweep 5 seeds x 600) and ``paper`` (the same plus
 the eta = 1e-5, 2,000-epoch extension). The targets live in ``lockin_main.py`` (main, window),
-``lockin_activation.py`` and ``lockin_eta.py``; what they share in ``lockin_common.py``.
+``lockin_activation.py``, ``lockin_eta.py`` and ``lockin_mp.py``; what they share in
+``lockin_common.py``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from reproduce.lockin_common import (
 )
 from reproduce.lockin_eta import target_eta
 from reproduce.lockin_main import target_main, target_window
+from reproduce.lockin_mp import target_mp
 
 
 # --- NOTES.md -------------------------------------------------------------------------------------
@@ -148,7 +152,7 @@ def _merge(out: Path, profile: str, ran: dict[str, tuple[dict, list]]) -> tuple[
 def main(argv=None) -> Path:
     only_parser = argparse.ArgumentParser(add_help=False)
     only_parser.add_argument("--only", choices=TARGETS, action="append", default=None,
-                             help="run just this target (repeatable); default: all four")
+                             help="run just this target (repeatable); default: all of them")
     known, rest = only_parser.parse_known_args(argv)
     args = parse_args(__doc__, rest)
     wanted = known.only or list(TARGETS)
@@ -189,6 +193,12 @@ def main(argv=None) -> Path:
                 long_records, long_configs = load("lockin_eta_long.yaml") if args.profile in ("medium", "paper") else ([], {})
                 return target_eta(records, long_records, configs, long_configs, args.profile, out)
             part("eta", eta)
+        if "mp" in wanted and args.profile in ("medium", "paper"):  # 60 runs of up to 1,000 epochs: not in smoke
+            def mp():
+                # every run with a record counts, a diverged one too (its rho fired before it diverged)
+                return target_mp(sweep_records("lockin_mp.yaml", args.profile, _store(out, "lockin_mp.yaml"),
+                                               args.launch)[0], args.profile)
+            part("mp", mp)
     if skipped and not ran:
         raise SystemExit("; ".join(skipped.values()))
     for name, why in skipped.items():

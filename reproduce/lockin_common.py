@@ -19,7 +19,7 @@ from grok_lightning.sweep.store import SweepStore
 from reproduce.claims import claim
 
 PAPER = "2605.08119"
-TARGETS = ("main", "window", "activation", "eta")
+TARGETS = ("main", "window", "activation", "eta", "mp")
 HEADLINE_W = 20
 WINDOWS = (5, 10, 20, 30)
 T6_EPOCHS = (50, 100, 175, 250, 300)

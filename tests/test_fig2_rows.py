@@ -45,3 +45,29 @@ def test_rows_report_the_phase1_rise_from_the_memorisation_minimum(tmp_path, mon
     assert all(r["paper_value"] is None for r in context.values())
     per_seed = json.loads((tmp_path / "fig2" / "summary.json").read_text())["per_seed"]
     assert per_seed["7"]["memorised_epoch"] == 20
+
+
+def test_the_tanh_fit_to_each_runs_rise_gives_the_median_r2():
+    """fig2.tanh_r2: s_bar that follows the paper's tanh exactly over its Phase-1 rise fits with
+    R^2 = 1; noise lowers it; a run without a memorisation minimum is counted out."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def run(seed, noise):
+        record = make_record(1.0, seed, grok_epoch=200, horizon=400)
+        epochs = np.arange(0, 401, 10)
+        s_bar = 0.85 + 0.07 * np.tanh((epochs - 180) / 40.0) + rng.normal(0, noise, len(epochs))
+        record["history"] = {"epoch": epochs.tolist(), "mean_similarity": s_bar.tolist(),
+                             "train_acc": [0.5] + [1.0] * (len(epochs) - 1), "test_acc": [0.01] * len(epochs),
+                             "entropy_std": [0.03] * len(epochs)}
+        return record
+
+    rows = fig2.tanh_rows([run(7, 0.0), run(11, 0.0), run(31, 0.0)], 400, "medium")
+    assert rows[0]["claim"] == "fig2.tanh_r2" and rows[0]["ours"] == pytest.approx(1.0, abs=1e-6) and rows[0]["n"] == 3
+    assert rows[1]["sensitivity"] and "to t_grok" in rows[1]["note"]
+    noisy = fig2.tanh_rows([run(7, 0.01), run(11, 0.01)], 400, "medium")[0]
+    assert 0.5 < noisy["ours"] < 1.0
+    never = run(42, 0.0)
+    never["grok_epoch"] = None
+    assert fig2.tanh_rows([never, run(7, 0.0)], 400, "medium")[0]["n"] == 1

@@ -100,6 +100,32 @@ def test_random_head_choice_is_seeded_and_per_layer():
     assert log == HeadReinit(epoch=5, n_heads=2, seed=3).apply(other_trainer, other_module)  # seeded
 
 
+def test_a_per_run_head_draw_takes_the_runs_own_seed(monkeypatch):
+    """``seed: run``: the heads and their fresh weights come from the run's seed_everything, so two
+    seeds of a paired design draw differently and one seed draws as the integer seed would."""
+    logs = {}
+    for run_seed in (7, 11):
+        monkeypatch.setenv("PL_GLOBAL_SEED", str(run_seed))
+        module, trainer = _module_and_optimizer()
+        per_run = HeadReinit(epoch=5, n_heads=2, seed="run")
+        assert per_run.seed == run_seed
+        logs[run_seed] = per_run.apply(trainer, module)
+        assert logs[run_seed]["draw"] == "per run" and logs[run_seed]["seed"] == run_seed
+    module, trainer = _module_and_optimizer()
+    fixed = HeadReinit(epoch=5, n_heads=2, seed=7).apply(trainer, module)
+    assert fixed["draw"] == "fixed"
+    assert (fixed["heads"], fixed["norm_after"]) == (logs[7]["heads"], logs[7]["norm_after"])
+    assert (logs[7]["heads"], logs[7]["norm_after"]) != (logs[11]["heads"], logs[11]["norm_after"])
+
+
+def test_a_per_run_head_draw_needs_a_run_seed(monkeypatch):
+    monkeypatch.delenv("PL_GLOBAL_SEED", raising=False)
+    with pytest.raises(ConfigError, match=r"head_reinit.seed='run'.*seed_everything"):
+        HeadReinit(epoch=5, seed="run")
+    with pytest.raises(ConfigError, match=r"head_reinit.seed='seven'"):
+        HeadReinit(epoch=5, seed="seven")
+
+
 def test_weight_norm_clip_caps_every_matrix_at_the_median_across_matrices():
     module, trainer = _module_and_optimizer()
     names = [n for n, p in module.model.named_parameters() if p.ndim == 2 and n.startswith("blocks.")]

@@ -58,3 +58,29 @@ def test_the_four_targets_build_rows_figures_and_notes(tmp_path):
     assert parts["eta"][0]["extension"]["lockin"] == 170  # the 2,000-epoch extension is read when given
     notes = lockin.notes_text({"main": parts["main"][0], "activation": parts["activation"][0]}, "smoke")
     assert "The Woodbury factor" in notes and "| 175 |" in notes
+
+
+def test_the_m_x_p_target_counts_rho_fires_in_every_run_grokking_or_not():
+    """lock.mp_rho: a run counts as fired when rho_tian reaches the threshold at any epoch its
+    record holds, a diverged run too; the note gives each (M, p) cell."""
+    from reproduce import lockin_mp
+    from reproduce.verdict import verdict
+
+    runs = []
+    for M, p in ((41, 0.1), (127, 0.5)):
+        for seed in range(2):
+            record = _record(2e-4, seed, horizon=300)  # rho_tian reaches 0.075 at epoch 150
+            record["config"]["data"] = {"M": M, "train_fraction": p}
+            runs.append(record)
+    runs[-1].update(status="diverged", grok_epoch=None)
+    quiet = _record(2e-4, 5, horizon=300)
+    quiet["config"]["data"] = {"M": 41, "train_fraction": 0.1}
+    quiet["history"]["rho_tian"] = [0.01] * 301  # never reaches 0.075
+    summary, (row,), figures = lockin_mp.target_mp(runs + [quiet], "medium")
+    assert (row["claim"], row["n"], row["ours"]) == ("lock.mp_rho", 5, 0.8) and not figures
+    assert "M 41, p 0.1: 2/3 fired (median epoch 150)" in row["note"] and "1 diverged" in row["note"]
+    assert summary["cells"]["M127_p0.5"]["fired"] == [150, 150]
+    assert verdict(row).startswith("not run here (horizon)")  # one never fired: a longer run might
+    summary, (row,), _ = lockin_mp.target_mp(runs, "medium")
+    assert row["horizon_final"] == "every run's rho_tian fired by epoch 150"
+    assert not verdict(row).startswith("not run here")

@@ -154,7 +154,8 @@ def test_the_readmes_per_paper_counts_are_the_reports():
 
     words = {"match": "matches the paper in number", "same decision": "same decision",
              "same direction": "same direction, different size", "not reproduced": "not reproduced",
-             "inconclusive": "inconclusive: too few runs", "identit": "identity holds", "not run": "not run here"}
+             "inconclusive": "inconclusive: too few runs", "identit": "identity holds", "invalid": "invalid test",
+             "not run": "not run here"}
     entries = claim_verdicts(read_rows(MEDIUM), reproduce_all.medium_left_out())
     readme = " ".join((REPO / "README.md").read_text().split())
     for paper in ("2605.20441", "2605.08119"):

@@ -121,7 +121,7 @@ def test_base_takes_a_list_and_a_profile_adds_to_it(tmp_path):
 
 
 def test_lockin_medium_profiles_are_the_papers_protocol():
-    for name in ("lockin_main", "lockin_relu", "lockin_eta", "lockin_eta_long"):
+    for name in ("lockin_main", "lockin_relu", "lockin_eta", "lockin_eta_long", "lockin_mp"):
         path = REPO / "configs" / "sweeps" / f"{name}.yaml"
         medium, paper = expand(load_sweep(path, "medium")), expand(load_sweep(path, "paper"))
         assert len(medium) == len(paper)

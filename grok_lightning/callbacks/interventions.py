@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 from pathlib import Path
 
@@ -35,7 +36,10 @@ from grok_lightning.config import ConfigError, require
 from grok_lightning.records import load_record
 from grok_lightning.stats.phases import peak_entropy_std
 
-__all__ = ["HeadReinit", "WeightNormClip", "fresh_values", "head_slices"]
+__all__ = ["RUN_SEED", "HeadReinit", "WeightNormClip", "draw_seed", "fresh_values", "head_slices"]
+
+#: ``HeadReinit(seed=RUN_SEED)``: draw the heads and their fresh weights from the run's own seed
+RUN_SEED = "run"
 
 
 class _Intervention(Callback):
@@ -131,14 +135,17 @@ class HeadReinit(_Intervention):
             the weights in place does) or ``fresh`` (moments zeroed and later updates
             bias-corrected with the slices' own step count, as for a new parameter); see
             :mod:`grok_lightning.callbacks.optimizer_state` and docs/decisions.md.
-        seed: seed of the random head choice and of the fresh weights.
+        seed: seed of the random head choice and of the fresh weights: an integer (the same heads
+            and weights in every run that gives it), or ``"run"``: the run's own ``seed_everything``,
+            so that each seed of a paired design draws its own heads and weights (read when the
+            callback is built, after the run's seed is set, so an ensemble member gets its own).
     """
 
     name = "head_reinit"
 
     def __init__(self, epoch: int | None = None, control_record: str | None = None, n_heads: int = 2,
                  layers: str | list[int] = "all", heads: str | list[int] = "random",
-                 weights: list[str] = ("q", "k", "v", "out"), optimizer_state: str = "keep", seed: int = 0,
+                 weights: list[str] = ("q", "k", "v", "out"), optimizer_state: str = "keep", seed: int | str = 0,
                  after_epoch: int = 100, exclude_nonfinite: bool = True):
         super().__init__(epoch, control_record, after_epoch, exclude_nonfinite)
         require(n_heads >= 1, "head_reinit.n_heads", n_heads, "an integer >= 1")
@@ -149,7 +156,7 @@ class HeadReinit(_Intervention):
         require(optimizer_state in OPTIMIZER_STATE_MODES, "head_reinit.optimizer_state", optimizer_state,
                 "keep or fresh")
         self.n_heads, self.layers, self.heads, self.weights = n_heads, layers, heads, list(weights)
-        self.optimizer_state, self.seed = optimizer_state, seed
+        self.optimizer_state, self.draw, self.seed = optimizer_state, seed, draw_seed(seed)
         self.fresh: FreshAdamSlices | None = None
 
     def _choose(self, layer: int, attn, scores: torch.Tensor | None) -> list[int]:
@@ -200,6 +207,7 @@ class HeadReinit(_Intervention):
             self.fresh.start(trainer)
         return {"layers": list(layers), "heads": chosen_all, "selection": self.heads if isinstance(self.heads, str) else "index",
                 "weights": self.weights, "init": init, "optimizer_state": self.optimizer_state,
+                "seed": self.seed, "draw": "per run" if self.draw == RUN_SEED else "fixed",
                 "norm_before": math.sqrt(before), "norm_after": math.sqrt(after)}
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
@@ -225,6 +233,20 @@ class HeadReinit(_Intervention):
         attns = _attention_layers(pl_module)
         return [(param, index) for layer, heads in self.applied["heads"].items()
                 for param, index, _ in head_slices(attns[int(layer)], heads, self.weights)]
+
+
+def draw_seed(seed: int | str) -> int:
+    """The seed of the head draw: an integer as given, or, for ``"run"``, the run's
+    ``seed_everything`` (``PL_GLOBAL_SEED``, set before any callback is built)."""
+    if seed == RUN_SEED:
+        run_seed = os.environ.get("PL_GLOBAL_SEED")
+        if run_seed is None:
+            raise ConfigError("head_reinit.seed='run': the run has no seed (seed_everything); give one, or an "
+                              "integer seed for the head draw")
+        return int(run_seed)
+    require(isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0, "head_reinit.seed", seed,
+            "an integer >= 0, or 'run' (the run's own seed)")
+    return int(seed)
 
 
 def head_slices(attn, heads: list[int], weights: list[str]) -> list[tuple]:

@@ -51,15 +51,20 @@ def reinitialised_heads(record: dict) -> dict[int, list[int]]:
 
 
 def e12_outcomes(record: dict, epoch: int, reading: str = "sum_layers", window: int | None = None,
-                 skip_epochs: int = 0, skip_heads: dict[int, list[int]] | None = None) -> dict[str, float]:
+                 skip_epochs: int = 0, skip_heads: dict[int, list[int]] | None = None,
+                 skip_evaluations: int = 0) -> dict[str, float]:
     """The E12 outcomes of one run on (E + skip_epochs, E + window] (to the end when ``window`` is
-    None); NaN for a run that did not complete or has no value there.
+    None), less the first ``skip_evaluations`` evaluations after E (counted on the run's own
+    evaluation epochs, so every group skips the same epochs: they share the schedule); NaN for a run
+    that did not complete or has no value there.
 
     >>> h = {"epoch": [90, 100, 110, 120], "entropy_std": [0.1, 0.5, 0.3, 0.2],
     ...      "mean_similarity": [0.9, 0.8, 0.85, 0.7]}
     >>> r = {"status": "completed", "grok_epoch": 110, "final_test_acc": 1.0, "history": h}
     >>> e12_outcomes(r, 100, reading="released")
     {'peak_ent': 0.3, 'min_sim': 0.7, 'grok_ep': 110.0, 'final_test': 1.0}
+    >>> e12_outcomes(r, 100, reading="released", skip_evaluations=1)["peak_ent"]
+    0.2
     """
     if record.get("status") != "completed":
         return {name: math.nan for name in E12_OUTCOMES}
@@ -68,6 +73,8 @@ def e12_outcomes(record: dict, epoch: int, reading: str = "sum_layers", window: 
     _, s_bar = history_curve(history, "mean_similarity")
     end = epochs[-1] if window is None else epoch + window
     inside = (epochs > epoch + skip_epochs) & (epochs <= end)
+    if skip_evaluations > 0:
+        inside[np.flatnonzero(inside)[:skip_evaluations]] = False
 
     def pick(values: np.ndarray, reduce) -> float:
         keep = inside & np.isfinite(values)

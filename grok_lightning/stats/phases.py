@@ -24,7 +24,7 @@ import numpy as np
 from grok_lightning.metrics.readings import sigma_h_from_layers
 
 __all__ = ["RECORD_READINGS", "PhaseSummary", "heads_curve", "history_curve", "layer_columns", "peak_entropy_std",
-           "phase_summary", "sigma_h_curve"]
+           "phase1_rise_window", "phase_summary", "sigma_h_curve"]
 
 PHASE1_WINDOW = (100, 500)
 PHASE2_WINDOW = (1000, 3000)
@@ -177,3 +177,24 @@ def phase_summary(history: dict, grok_epoch: int | None, memorised_threshold: fl
     amplitude, amplitude_epoch = peak_entropy_std(history)
     return PhaseSummary(grok_epoch, start, memorised_epoch, memorised, early, peak, peak_epoch, rise, dip, amplitude,
                         amplitude_epoch)
+
+
+def phase1_rise_window(history: dict, grok_epoch: int | None, memorised_threshold: float = 0.99,
+                       before_grok: bool = False) -> tuple[int, int] | None:
+    """The epochs ``(start, end)`` of one run's Phase-1 rise, the stretch the paper's tanh is fitted
+    to: from s_bar's minimum while memorised to its peak around grokking (:func:`phase_summary`'s
+    landmarks), or, with ``before_grok``, to t_grok itself. None where a landmark is undefined
+    (the run never grokked, or was not memorised before t_grok).
+
+    >>> history = {"epoch": [0, 5, 20, 60, 100, 150, 200], "mean_similarity": [0.95, 0.85, 0.90, 0.88, 0.92, 0.99, 0.97],
+    ...            "train_acc": [0.01, 0.3, 0.995, 1.0, 1.0, 1.0, 1.0], "entropy_std": [0.02] * 7}
+    >>> phase1_rise_window(history, 150), phase1_rise_window(history, 150, before_grok=True), phase1_rise_window(history, None)
+    ((60, 150), (60, 150), None)
+    """
+    summary = phase_summary(history, grok_epoch, memorised_threshold)
+    if summary.memorised_epoch is None or not math.isfinite(summary.s_bar_memorised) or summary.s_bar_peak_epoch is None:
+        return None
+    epochs, s_bar = history_curve(history, "mean_similarity")
+    window = np.isfinite(s_bar) & (epochs >= summary.memorised_epoch) & (epochs < grok_epoch)
+    start = int(epochs[window][np.argmin(s_bar[window])])
+    return start, int(grok_epoch if before_grok else summary.s_bar_peak_epoch)
