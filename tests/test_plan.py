@@ -175,15 +175,31 @@ def test_the_plan_ranks_tables_and_draws_from_synthetic_claims_records_and_power
 
 
 # --- a sweep campaign: its runs and its one command -----------------------------------------------------
-def _sweep(tmp_path: Path) -> Path:
+def _sweep(tmp_path: Path, extra_epochs: int | None = None) -> Path:
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump({
         "name": "plan_test", "base": str(REPO / "configs" / "canonical.yaml"),
         "overrides": {"model.init_args.d_model": 16, "model.init_args.n_layers": 1, "model.init_args.n_heads": 2,
                       "model.init_args.d_ff": 32, "data.init_args.p": 23, "trainer.max_epochs": 6},
         "grid": {"wd": [0.1, 1.0], "seed": [0, 1]},
-        "profiles": {"test": {"overrides": {"grok.extra_epochs": None}}}}, sort_keys=False))
+        "profiles": {"test": {"overrides": {"grok.extra_epochs": extra_epochs}}}}, sort_keys=False))
     return path
+
+
+def test_a_run_that_stops_after_grokking_trains_its_cells_median_epochs_else_the_campaigns_rule(tmp_path):
+    sweep, store = _sweep(tmp_path, extra_epochs=20), tmp_path / "store"
+    for seed, final in ((0, 300), (1, 500)):                  # lambda 0.1: median 400 epochs, 1 CPU-s each
+        write_record(store, f"wd0.1_seed{seed}", final, float(final),
+                     config={"model": {"weight_decay": 0.1}, "seed": seed, "precision": "32-true"})
+    usages = load_usages(store)
+    campaign = Campaign(name="c", feeds={}, sweep=str(sweep), profile="test", store=str(store),
+                        add={"grid": {"seed": [2]}}, epochs={"like": {"wd": 0.1}})
+    cost = campaign_cost(campaign, usages, {})                # lambda 1 has no record: as at 0.1 (the rule)
+    assert cost.runs == 2 and cost.cpu_h == pytest.approx(2 * 400 * 1.0 / 3600)
+    assert any("median final epoch of 2 records" in line for line in cost.lines)
+    assert any("as at wd 0.1 (2 records)" in line for line in cost.lines)
+    with pytest.raises(ConfigError, match="give the campaign an epochs rule"):
+        campaign_cost(Campaign(**{**campaign.__dict__, "epochs": None}), usages, {})
 
 
 def test_a_sweep_campaign_adds_runs_to_its_profile_and_names_the_command_that_runs_it(tmp_path, capsys):

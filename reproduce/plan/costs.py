@@ -104,7 +104,8 @@ def rate_of(usages) -> Rate | None:
     usages = list(usages)
     if not usages:
         return None
-    wall = " (wall_time_s of one-thread runs: no cpu_time_s recorded)" if all(u.basis == "wall_time_s" for u in usages) else ""
+    wall = (" (wall_time_s of one-thread runs: no cpu_time_s recorded)"
+            if all(u.basis == "wall_time_s" for u in usages) else "")
     long = [u for u in usages if u.epochs >= MIN_EPOCHS]
     if long:
         rates = sorted(u.cpu_s / u.epochs for u in long)
@@ -272,7 +273,8 @@ def _group_cost(group, usages) -> tuple[float, str]:
         values = [v for v in values if isinstance(v, (int, float))]
         if not values:
             raise ConfigError(f"start {group.start}: no record there has the field")
-        start, why = float(np.median(values)), f" from the median {group.start['field'].rsplit('.', 1)[-1]} {np.median(values):,.0f}"
+        start = float(np.median(values))
+        why = f" from the median {group.start['field'].rsplit('.', 1)[-1]} {start:,.0f}"
     epochs = max(group.horizon - start, 0.0)
     cpu_h = group.runs * epochs * rate.cpu_s_per_epoch / 3600
     line = (f"{group.runs} x {epochs:,.0f} epochs (to {group.horizon:,}{why}) x {rate.cpu_s_per_epoch:.2f} CPU-s/epoch "

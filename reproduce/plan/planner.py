@@ -69,18 +69,19 @@ def build_plan(profile: str = "medium", results: str | Path | None = None, catal
     shipped ones; tests pass their own."""
     from reproduce.claims import load_claims
 
+    claim_ids = load_claims() if entries is None else {field(e, "claim").id for e in entries}
+    # the catalogue before the results: a profile without campaigns is one line
+    catalogue = load_catalogue(profile, catalogue_path, claim_ids=claim_ids)
+    _check_adoption(catalogue)
     results = Path(results) if results is not None else REPO / "results" / profile
     entries = today(results) if entries is None else entries
     claims = {field(e, "claim").id: field(e, "claim") for e in entries}
-    catalogue = load_catalogue(profile, catalogue_path, claim_ids=claims)
-    _check_adoption(catalogue)
     undecided = {c.id: c for e in entries if not decided(field(e, "verdict")) for c in [field(e, "claim")]}
     base_n = {field(e, "claim").id: row_n(field(e, "row"), field(e, "claim")) for e in entries}
     if power is None:
         power, power_name = default_power(entries)
     usages = load_usages() if usages is None else usages
-    claim_table = claims or load_claims()
-    costs = {name: campaign_cost(c, usages, claim_table) for name, c in catalogue.campaigns.items()}
+    costs = {name: campaign_cost(c, usages, claims) for name, c in catalogue.campaigns.items()}
     done = [name for name, cost in costs.items() if cost.runs == 0]
     options = {}
     for name, c in catalogue.campaigns.items():

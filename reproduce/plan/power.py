@@ -12,9 +12,9 @@ on rows built as the targets build them, with the package's interval and test fu
 * an **estimate, published sample or excluded value**: ``n_after`` runs are drawn from a normal
   with our row's centre and the per-run spread its interval implies (without a row of ours at the
   claim's horizon: the paper's value and the spread its interval and n imply, or its margin where
-  that is the paper's own 95% half-width; a published sample: that sample's median and spread); the row is our median with its order-statistic interval where
-  the target reports a median (the row has a coverage), else the mean with its t interval, and
-  Mann-Whitney's U against the paper's sample for a ``sample`` claim (scipy's, exact or normal by
+  that is the paper's own 95% half-width; a published sample: that sample's median and spread);
+  the row is our median with its order-statistic interval where the target reports a median (the
+  row has a coverage), else the mean with its t interval, and Mann-Whitney's U against the paper's sample for a ``sample`` claim (scipy's, exact or normal by
   size: the targets' permutation version is too slow to repeat). A fit (lambda_c, nu) is treated
   as a mean: its interval shrinks as 1/sqrt(n);
 * a **p-value or test**: decided when ours rejects; its power at ``n_after`` is that of a z test
