@@ -38,7 +38,7 @@ DEVICE ?= cuda
 GPU_CHECK_OUT ?= gpu_check.json
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast gpu-check gpu-pilots gpu-systems reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin tensorboard lean benchmarks clean
+.PHONY: help install demo test test-fast gpu-check gpu-pilots gpu-systems reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin plan tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -127,6 +127,11 @@ REPORT_OUT = $(if $(filter medium,$(PROFILE)),results/medium,$(OUT))
 report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT; trains nothing
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train
 	$(PY) -m reproduce.readme_results --medium results/medium
+
+# the planner reads the claims table, the report rows and the records already in results/ (no installed verb:
+# the installed package has neither); docs/medium.md "Which runs next" explains the table
+plan: install ## rank the runs that would decide undecided claims by expected claims decided per CPU-hour (PROFILE=medium; trains nothing)
+	$(PY) -m reproduce.plan --profile $(PROFILE)
 
 tensorboard: install ## TensorBoard on runs/ and reproduction/ at localhost:6006 (TB_HOST=0.0.0.0: every interface)
 	@echo "open http://$(TB_HOST):$(TB_PORT)/#custom_scalars&_smoothingWeight=0  (accuracy, s_bar, sigma_H; smoothing 0)"
