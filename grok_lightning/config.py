@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -166,16 +168,33 @@ def _load_checked(stream, what: str, syntax_errors: bool = True) -> Any:
     return data
 
 
+def open_regular(path: str | os.PathLike, mode: str = "r"):
+    """``open(path, mode)`` for reading that refuses anything but a regular file in one line: a
+    FIFO named ``record.json`` would block a reader forever; a folder or a device is no file of
+    this package. The file is opened first (without blocking) and its type read from the open
+    descriptor, so nothing can be swapped in between."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "not a regular file"
+        raise ConfigError(f"{path}: {what}, not a regular file; refused")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, mode)
+
+
 def read_yaml(path: str | Path, what: str) -> Any:
     """YAML of a file, safely (no code, no key twice, no alias bomb); a missing file or bad YAML is a
     one-line ``ConfigError`` naming the file (and the line and column of a syntax error)."""
     try:
-        with open(path) as handle:
-            return _load_checked(handle, f"{what} {path}")
+        handle = open_regular(path)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{what} {path}: is a directory, not a file") from None
+    except ConfigError as err:  # a folder, a FIFO
+        raise ConfigError(f"{what} {err}") from None
+    try:
+        with handle:
+            return _load_checked(handle, f"{what} {path}")
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {path}: not a text file") from None
 
