@@ -70,6 +70,16 @@ def validate_modular_task(p: int, operation: str, train_fraction: float, prefix:
         train_fraction,
         "must be in the open interval (0, 1)",
     )
+    # the split takes int(fraction * pairs) for training (so at least one pair is left to test)
+    pairs = p * (p - 1) if operation == "div" else p * p
+    n_train = int(train_fraction * pairs)
+    require(n_train >= 1, f"{prefix}.train_fraction", train_fraction,
+            f"gives {n_train} training pairs of the {pairs} at p {p}: nothing to train on")
+    if pairs - n_train == 1:
+        import warnings
+
+        warnings.warn(f"{prefix}.train_fraction={train_fraction}: one test pair of the {pairs} at p {p}: test accuracy "
+                      "is 0 or 1 at every evaluation, so a grok epoch says little", stacklevel=2)
 
 
 def _finite(value: Any) -> bool:
@@ -82,6 +92,18 @@ def validate_optimizer(lr: float, weight_decay: float, prefix: str = "model") ->
     require(lr > 0, f"{prefix}.lr", lr, "must be > 0")
     require(_finite(weight_decay), f"{prefix}.weight_decay", weight_decay, "must be a finite number")
     require(weight_decay >= 0, f"{prefix}.weight_decay", weight_decay, "must be >= 0")
+
+
+def environment_seed() -> int | None:
+    """``PL_GLOBAL_SEED`` (Lightning's seed for a process, which the data split reads when the
+    config gives no seed) as an integer, ``None`` when unset; anything but an integer in
+    ``[0, 2**32)`` is one ``ConfigError`` line naming it."""
+    text = os.environ.get("PL_GLOBAL_SEED")
+    if text is None:
+        return None
+    require(text.strip().isdigit() and int(text) < 2**32, "PL_GLOBAL_SEED", text,
+            "must be an integer in [0, 2**32) (the environment's seed)")
+    return int(text)
 
 
 def validate_run_config(config: dict) -> None:
@@ -107,6 +129,18 @@ def validate_run_config(config: dict) -> None:
     seed = config.get("seed_everything")
     if seed is not None and not isinstance(seed, bool):
         require(isinstance(seed, int) and 0 <= seed < 2**32, "seed_everything", seed, "must be an integer in [0, 2**32)")
+    # counts a run divides by or steps with: 0 or a negative number is a crash or a silent no-op later
+    run, diagnostics = config.get("run") or {}, config.get("diagnostics") or {}
+    for field, value, low in (("run.checkpoint_every", run.get("checkpoint_every"), 0),
+                              ("diagnostics.every", diagnostics.get("every"), 1),
+                              ("diagnostics.image_every", diagnostics.get("image_every"), 0)):
+        if value is not None:
+            require(isinstance(value, int) and not isinstance(value, bool) and value >= low, field, value,
+                    f"must be an integer >= {low}" + (" (0: only on a stop signal)" if field == "run.checkpoint_every"
+                                                      else " (0: no images)" if low == 0 else ""))
+    minutes = run.get("checkpoint_minutes")
+    if minutes is not None:
+        require(_finite(minutes) and minutes >= 0, "run.checkpoint_minutes", minutes, "must be a finite number >= 0")
 
 
 #: the most values a config may expand to (aliases counted each time they are used): nested
