@@ -190,6 +190,10 @@ def contents_problem(checkpoint: dict, resume: bool = True) -> str | None:
     return None
 
 
+#: Lightning's true-precision settings -> the dtype it casts a module's floating tensors to
+_TRUE_PRECISIONS = {"16-true": "torch.float16", "bf16-true": "torch.bfloat16", "64-true": "torch.float64"}
+
+
 def model_problem(checkpoint: dict, module) -> str | None:
     """Why ``checkpoint`` cannot load into ``module`` (built, as it is when Lightning restores
     it): a tensor missing or extra, or of another shape or dtype; for a module whose optimizer can
@@ -202,11 +206,14 @@ def model_problem(checkpoint: dict, module) -> str | None:
         which = f"{missing[0]!r} missing" if missing else f"{extra[0]!r} not in the model"
         more = len(missing) + len(extra) - 1
         return f"state_dict: tensor {which}" + (f" (and {more} more)" if more else "")
+    # a module built before Lightning casts it (``--trainer.precision bf16-true``) saves the cast dtype
+    cast = _TRUE_PRECISIONS.get(str(getattr(getattr(module, "_trainer", None), "precision", "")))
     for name, tensor in expected.items():
         other = saved[name]
         if not hasattr(other, "shape") or tuple(other.shape) != tuple(tensor.shape):
             return f"state_dict: {name} has shape {tuple(getattr(other, 'shape', ()))}, the model's is {tuple(tensor.shape)}"
-        if other.dtype != tensor.dtype:
+        if other.dtype != tensor.dtype and not (cast is not None and tensor.is_floating_point() and
+                                                str(other.dtype) == cast):
             return f"state_dict: {name} is {other.dtype}, the model's is {tensor.dtype}"
     if hasattr(module, "members") or not callable(getattr(module, "configure_optimizers", None)):
         return None
