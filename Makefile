@@ -124,8 +124,8 @@ reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROF
 
 # the medium records ship in results/medium; `make report PROFILE=medium` reads them there
 REPORT_OUT = $(if $(filter medium,$(PROFILE)),results/medium,$(OUT))
-report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT; trains nothing
-	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train
+report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT, as its MANIFEST.json lists them; trains nothing
+	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train --require-manifest
 	$(PY) -m reproduce.readme_results --medium results/medium
 
 # the planner reads the claims table, the report rows and the records already in results/ (no installed verb:

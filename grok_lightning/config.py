@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -68,6 +70,16 @@ def validate_modular_task(p: int, operation: str, train_fraction: float, prefix:
         train_fraction,
         "must be in the open interval (0, 1)",
     )
+    # the split takes int(fraction * pairs) for training (so at least one pair is left to test)
+    pairs = p * (p - 1) if operation == "div" else p * p
+    n_train = int(train_fraction * pairs)
+    require(n_train >= 1, f"{prefix}.train_fraction", train_fraction,
+            f"gives {n_train} training pairs of the {pairs} at p {p}: nothing to train on")
+    if pairs - n_train == 1:
+        import warnings
+
+        warnings.warn(f"{prefix}.train_fraction={train_fraction}: one test pair of the {pairs} at p {p}: test accuracy "
+                      "is 0 or 1 at every evaluation, so a grok epoch says little", stacklevel=2)
 
 
 def _finite(value: Any) -> bool:
@@ -80,6 +92,18 @@ def validate_optimizer(lr: float, weight_decay: float, prefix: str = "model") ->
     require(lr > 0, f"{prefix}.lr", lr, "must be > 0")
     require(_finite(weight_decay), f"{prefix}.weight_decay", weight_decay, "must be a finite number")
     require(weight_decay >= 0, f"{prefix}.weight_decay", weight_decay, "must be >= 0")
+
+
+def environment_seed() -> int | None:
+    """``PL_GLOBAL_SEED`` (Lightning's seed for a process, which the data split reads when the
+    config gives no seed) as an integer, ``None`` when unset; anything but an integer in
+    ``[0, 2**32)`` is one ``ConfigError`` line naming it."""
+    text = os.environ.get("PL_GLOBAL_SEED")
+    if text is None:
+        return None
+    require(text.strip().isdigit() and int(text) < 2**32, "PL_GLOBAL_SEED", text,
+            "must be an integer in [0, 2**32) (the environment's seed)")
+    return int(text)
 
 
 def validate_run_config(config: dict) -> None:
@@ -105,6 +129,18 @@ def validate_run_config(config: dict) -> None:
     seed = config.get("seed_everything")
     if seed is not None and not isinstance(seed, bool):
         require(isinstance(seed, int) and 0 <= seed < 2**32, "seed_everything", seed, "must be an integer in [0, 2**32)")
+    # counts a run divides by or steps with: 0 or a negative number is a crash or a silent no-op later
+    run, diagnostics = config.get("run") or {}, config.get("diagnostics") or {}
+    for field, value, low in (("run.checkpoint_every", run.get("checkpoint_every"), 0),
+                              ("diagnostics.every", diagnostics.get("every"), 1),
+                              ("diagnostics.image_every", diagnostics.get("image_every"), 0)):
+        if value is not None:
+            require(isinstance(value, int) and not isinstance(value, bool) and value >= low, field, value,
+                    f"must be an integer >= {low}" + (" (0: only on a stop signal)" if field == "run.checkpoint_every"
+                                                      else " (0: no images)" if low == 0 else ""))
+    minutes = run.get("checkpoint_minutes")
+    if minutes is not None:
+        require(_finite(minutes) and minutes >= 0, "run.checkpoint_minutes", minutes, "must be a finite number >= 0")
 
 
 #: the most values a config may expand to (aliases counted each time they are used): nested
@@ -166,16 +202,33 @@ def _load_checked(stream, what: str, syntax_errors: bool = True) -> Any:
     return data
 
 
+def open_regular(path: str | os.PathLike, mode: str = "r"):
+    """``open(path, mode)`` for reading that refuses anything but a regular file in one line: a
+    FIFO named ``record.json`` would block a reader forever; a folder or a device is no file of
+    this package. The file is opened first (without blocking) and its type read from the open
+    descriptor, so nothing can be swapped in between."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        what = "a folder" if stat.S_ISDIR(kind) else "a FIFO" if stat.S_ISFIFO(kind) else "not a regular file"
+        raise ConfigError(f"{path}: {what}, not a regular file; refused")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, mode)
+
+
 def read_yaml(path: str | Path, what: str) -> Any:
     """YAML of a file, safely (no code, no key twice, no alias bomb); a missing file or bad YAML is a
     one-line ``ConfigError`` naming the file (and the line and column of a syntax error)."""
     try:
-        with open(path) as handle:
-            return _load_checked(handle, f"{what} {path}")
+        handle = open_regular(path)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{what} {path}: is a directory, not a file") from None
+    except ConfigError as err:  # a folder, a FIFO
+        raise ConfigError(f"{what} {err}") from None
+    try:
+        with handle:
+            return _load_checked(handle, f"{what} {path}")
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {path}: not a text file") from None
 

@@ -61,19 +61,49 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+#: the mode of a file this package makes (mkstemp makes 0600): the user's normal one
+FILE_MODE = 0o666 & ~_UMASK
+
+
+def _refuse_folder(path: Path) -> None:
+    """A rename over a folder fails naming the temporary file: say which path it is instead."""
+    if path.is_dir() and not path.is_symlink():
+        from grok_lightning.config import ConfigError
+
+        raise ConfigError(f"{path}: a folder, where a file is written; remove it or give another path")
 
 
 def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
     """Write ``payload`` as JSON to ``path`` atomically (temp file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_folder(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a record gets the user's normal mode
+        os.fchmod(fd, FILE_MODE)  # mkstemp makes 0600; a record gets the user's normal mode
         with os.fdopen(fd, "w") as handle:
             json.dump(json_safe(payload), handle, indent=1, sort_keys=False)
             handle.flush()
             os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a new temporary file (created, never opened through a
+    link) renamed over ``path``, which replaces a symbolic link planted there instead of writing
+    where it points."""
+    path = Path(path)
+    _refuse_folder(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -186,19 +216,25 @@ MAX_RECORD_BYTES = 32 * 2**20
 
 
 def load_record(path: str | os.PathLike) -> dict:
-    """Load one record; raise ``ValueError`` (one line naming the file, and the field) if it is not
-    a valid record: a record is data from anywhere, checked against :func:`record_problem`."""
-    from grok_lightning.config import ConfigError  # a ValueError: one line wherever it surfaces
+    """Load one record; raise ``ValueError`` (one line naming the file, and the field or rule) if it
+    is not a valid record: a record is data from anywhere, checked as a whole against
+    :func:`record_problem` on every read."""
+    from grok_lightning.config import ConfigError, open_regular  # a ValueError: one line wherever it surfaces
 
     path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_RECORD_BYTES:
-        raise ConfigError(f"{path}: {size / 2**20:,.0f} MB, more than a record's {MAX_RECORD_BYTES // 2**20} MB; refused")
-    try:
-        with open(path) as handle:
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_RECORD_BYTES:
+            raise ConfigError(f"{path}: {size / 2**20:,.0f} MB, more than a record's {MAX_RECORD_BYTES // 2**20} MB; "
+                              "refused")
+        try:
             record = json.load(handle)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not valid JSON ({err})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ConfigError(f"{path}: not valid JSON ({err})") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: not a record (JSON nested too deeply to read)") from None
+        except ValueError as err:  # e.g. an integer of more digits than Python converts
+            raise ConfigError(f"{path}: not a record ({str(err).splitlines()[0]})") from None
     problem = record_problem(record)
     if problem is not None:
         raise ConfigError(f"{path}: {problem}")
@@ -275,13 +311,75 @@ def record_problem(record) -> str | None:
         bad = next((v for v in column if v is not None and not _number(v)), None)
         if bad is not None:
             return f"history.{key}: value {_short(bad)}: expected a number or null"
+    return _cross_field_problem(record, history)
+
+
+def _kind(column: str) -> str:
+    """``acc`` or ``loss`` for a history column of an accuracy or a loss (``layer_0/test_acc``
+    too), else ``""``."""
+    name = column.rsplit("/", 1)[-1]
+    return next((kind for kind in ("acc", "loss") if name == kind or name.endswith(f"_{kind}")), "")
+
+
+def _cross_field_problem(record: dict, history: dict) -> str | None:
+    """The rules that tie a record's fields together (each field alone passed :data:`_FIELDS`):
+    what a run that was trained can write, and an edited record may not."""
+    epochs = history.get(EPOCH, [])
+    wrong = next(((a, b) for a, b in zip(epochs, epochs[1:]) if b <= a), None)
+    if wrong is not None:
+        return f"history.epoch: {wrong[0]} then {wrong[1]}: epochs must increase"
+    for key, column in history.items():
+        kind = _kind(key)
+        bad = next((v for v in column if v is not None and (v < 0 or kind == "acc" and v > 1)), None) if kind else None
+        if bad is not None:
+            return f"history.{key}: value {_short(bad)}: {'an accuracy must be in [0, 1]' if kind == 'acc' else 'a loss must be >= 0'}"
+    for key in ("final_train_loss", "final_test_loss"):
+        if record.get(key) is not None and record[key] < 0:
+            return f"{key}={_short(record[key])}: a loss must be >= 0"
+    config = record["config"]
+    horizon = config.get("max_epochs")
+    for key in ("grok_epoch", "final_epoch"):
+        if record.get(key) is not None and horizon is not None and record[key] > horizon:
+            return f"{key}={record[key]}: after the run's horizon config.max_epochs={horizon}"
+    model = config.get("model")
+    if isinstance(model, dict) and config.get("wd") is not None and weight_decay_of(model) not in (None, config["wd"]):
+        return f"config.wd={config['wd']}: the model's weight decay is {weight_decay_of(model)}"
+    if record.get("seed") is not None and config.get("seed") is not None and record["seed"] != config["seed"]:
+        return f"seed={record['seed']}: config.seed is {config['seed']}"
+    grok_epoch = record.get("grok_epoch")
+    if grok_epoch is not None:
+        metric, threshold = record.get("grok_metric", "test_acc"), record.get("grok_threshold", 0.99)
+        values = dict(zip(epochs, history.get(metric) or []))
+        if values.get(grok_epoch) is None or not _number(threshold) or values[grok_epoch] < threshold:
+            return (f"grok_epoch={grok_epoch}: history.{metric} at that epoch is {values.get(grok_epoch)}, not >= the "
+                    f"grok threshold {threshold}")
+    if record["status"] in FINAL_STATUSES and record.get("final_epoch") is not None:
+        # the recorder copies the last evaluation into final_*: the two must agree
+        if not epochs or epochs[-1] != record["final_epoch"]:
+            return f"final_epoch={record['final_epoch']}: the history's last epoch is {epochs[-1] if epochs else None}"
+        for key in ("train_acc", "test_acc", "train_loss", "test_loss"):
+            final, column = record.get(f"final_{key}"), history.get(key)
+            if final is not None and column and column[-1] != final:
+                return f"final_{key}={_short(final)}: the history's last {key} is {_short(column[-1])}"
     return None
 
 
 def iter_records(root: str | os.PathLike) -> Iterator[tuple[Path, dict]]:
-    """Yield ``(path, record)`` for every ``record.json`` below ``root`` (sorted, deterministic)."""
+    """Yield ``(path, record)`` for every ``record.json`` below ``root`` (sorted, deterministic),
+    each run once: a second record of one run id (a copied run folder) is one ``ConfigError``
+    line naming both files, never a second data point."""
+    from grok_lightning.config import ConfigError
+
+    seen: dict[str, Path] = {}
     for path in sorted(Path(root).rglob(RECORD_NAME)):
-        yield path, load_record(path)
+        record = load_record(path)
+        run_id = record.get("run_id")
+        if run_id is not None and run_id in seen:
+            raise ConfigError(f"{path}: run {run_id} again (its record is {seen[run_id]}); a run counts once: "
+                              "remove the copy")
+        if run_id is not None:
+            seen[run_id] = path
+        yield path, record
 
 
 def is_grokked(record: dict) -> bool:

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import torch
 from lightning.pytorch import LightningDataModule, LightningModule
-from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from grok_lightning.callbacks import AttentionDiagnostics, GrokDetector, RunRecorder, ScheduledEvaluation
 from grok_lightning.callbacks.grok import StopState
 from grok_lightning.callbacks.progress import RunProgressBar, summary_lines
-from grok_lightning.callbacks.resume import ConfiguredOptimizer, ResumeCheckpoint
+from grok_lightning.callbacks.resume import ConfiguredOptimizer, ResumeCheckpoint, run_folder_lock
 from grok_lightning.checkpoint_io import (
     SHAPE_KEYS,
     check_ckpt_path,
@@ -37,6 +37,7 @@ from grok_lightning.checkpoint_io import (
 from grok_lightning.config import (
     PARSER_MODE,
     ConfigError,
+    environment_seed,
     require,
     require_choice,
     secure_parsing,
@@ -123,6 +124,26 @@ class RunSettings:
     override_hparams: bool = False
 
 
+class SaveConfig(SaveConfigCallback):
+    """Lightning's ``config.yaml`` of a run, written atomically (a new file renamed into place): a
+    symbolic link planted at ``<log_dir>/config.yaml`` is replaced, never written through."""
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        from pathlib import Path
+
+        from grok_lightning.records import write_text_atomic
+
+        if self.already_saved:
+            return
+        if self.save_to_log_dir and trainer.is_global_zero:
+            Path(trainer.log_dir).mkdir(parents=True, exist_ok=True)
+            write_text_atomic(Path(trainer.log_dir) / self.config_filename, self.parser.dump(self.config, skip_none=False))
+        if trainer.is_global_zero:
+            self.save_config(trainer, pl_module, stage)
+            self.already_saved = True
+        self.already_saved = trainer.strategy.broadcast(self.already_saved)
+
+
 class GrokCLI(LightningCLI):
     """LightningCLI with the package's callbacks, run settings and grokking criterion."""
 
@@ -132,6 +153,7 @@ class GrokCLI(LightningCLI):
         # trusted modules (a config is data, never code)
         secure_parsing()
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
+        kwargs.setdefault("save_config_callback", SaveConfig)
         kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
         kwargs.setdefault("auto_configure_optimizers", False)
@@ -158,6 +180,7 @@ class GrokCLI(LightningCLI):
         seed = self._get(self.config, "seed_everything")
         require(seed is None or isinstance(seed, bool) or (isinstance(seed, int) and 0 <= seed < 2**32),
                 "seed_everything", seed, "must be an integer in [0, 2**32)")
+        environment_seed()  # a bad PL_GLOBAL_SEED is one line, whatever seed_everything says
         seed_log = logging.getLogger("lightning.fabric.utilities.seed")
         level = seed_log.level
         seed_log.setLevel(logging.WARNING)
@@ -228,7 +251,8 @@ class GrokCLI(LightningCLI):
     def fit(self, **kwargs):
         if kwargs.get("ckpt_path") is None:
             kwargs["ckpt_path"] = self._resume_from  # --resume (after_instantiate_classes)
-        trainer_call(self.trainer.fit, **kwargs)
+        # one process trains a run folder (two `fit --resume`): held once the checkpoint is checked
+        trainer_call(self.trainer.fit, hold=lambda: run_folder_lock(self.trainer), **kwargs)
         recorder = next(c for c in self.trainer.callbacks if isinstance(c, RunRecorder))
         if recorder.record is not None:
             print("\n".join(summary_lines(recorder.record, self.trainer.log_dir, str(recorder.path(self.trainer)))),
@@ -265,9 +289,10 @@ class GrokCLI(LightningCLI):
         if not isinstance(configured, list):
             configured = [configured]
         extra = list(configured) + list(kwargs.pop("callbacks", None) or [])
-        seed = self._get(self.config, "seed_everything")
-        info = {"profile": run.profile, "run_id": run.run_id, "name": run.name,
-                "seed": int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else 0}
+        seed = self._get(self.config, "seed_everything")  # an integer once _set_seed seeded the run
+        if isinstance(seed, bool) or seed is None:  # `false`: Lightning seeded nothing; the data use the
+            seed = environment_seed()  # environment's seed if one is set (the split's), else none was used
+        info = {"profile": run.profile, "run_id": run.run_id, "name": run.name, "seed": seed}
         recorder = RunRecorder(record_path=run.record_path, run_info=info)
         progress = [RunProgressBar()] if self._get(self.config_init, "trainer", default={}).get(
             "enable_progress_bar", True) is not False else []
@@ -344,6 +369,7 @@ def check_output_folders(config: dict) -> None:
     record_path = (config.get("run") or {}).get("record_path")
     if record_path:
         wanted["run.record_path"] = str(Path(record_path).parent)
+        require(not Path(record_path).is_dir(), "run.record_path", record_path, "is a folder; give the record's file name")
     for field, folder in wanted.items():
         for path in (Path(folder), *Path(folder).parents):
             if path.exists():

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from reproduce.common import cli, launch_argv, missing_runs, parse_args
 from reproduce.costs import compute_needed
+from reproduce.manifest import MANIFEST_NAME, check_manifest, write_manifest
 from reproduce.report import write_report
 from reproduce.tally import tally
 
@@ -70,13 +71,20 @@ def _read_times(path: Path) -> dict:
 
 
 def main(argv=None) -> Path:
-    args = parse_args(__doc__, argv, extra=lambda parser: parser.add_argument(
-        "--targets", nargs="+", default=None, help="run only these targets, in the profile's order"))
+    def extra(parser):
+        parser.add_argument("--targets", nargs="+", default=None, help="run only these targets, in the profile's order")
+        parser.add_argument("--require-manifest", action="store_true",
+                            help="--no-train: refuse without <out>/MANIFEST.json (make report); it is checked whenever "
+                                 "it is there")
+
+    args = parse_args(__doc__, argv, extra=extra)
     targets = MEDIUM_TARGETS if args.profile == "medium" else TARGETS
     unknown = sorted(set(args.targets or ()) - set(targets))
     if unknown:
         raise SystemExit(f"--targets: {', '.join(unknown)} not in the {args.profile} targets {targets}")
     targets = [name for name in targets if args.targets is None or name in args.targets]
+    if args.no_train and (args.require_manifest or (Path(args.out) / MANIFEST_NAME).exists()):
+        check_manifest(args.out)  # before any verdict: the records are the ones listed
     forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
     times_path = Path(args.out) / "cpu_time.json"
     not_run: dict[str, str] = {}
@@ -101,6 +109,8 @@ def main(argv=None) -> Path:
             times = {**_read_times(times_path), name: {"wall_s": round(wall), "cpu_s": round(used)}}
             times_path.parent.mkdir(parents=True, exist_ok=True)
             times_path.write_text(json.dumps(times, indent=1))
+    if not args.no_train and Path(args.out).is_dir():
+        write_manifest(args.out)
     left_out = medium_left_out() if args.profile == "medium" else {}
     Path(args.out).mkdir(parents=True, exist_ok=True)  # --no-train with no records at all: the report says so
     report = write_report(Path(args.out), _read_times(times_path), args.profile, left_out, not_run)

@@ -17,6 +17,7 @@ from grok_lightning.plots.common import caption, place_caption, plt
 from grok_lightning.records import FINAL_STATUSES, load_record
 from reproduce.claims import claim_sample
 from reproduce.common import REPO, cli, describe, parse_args, write_outputs
+from reproduce.manifest import write_manifest
 from reproduce.report import row
 
 
@@ -36,6 +37,7 @@ def main(argv=None) -> Path:
     else:
         last = run_dir / "checkpoints" / "last.ckpt"
         record = run_config(config, ckpt_path=str(last) if last.exists() else None)
+        write_manifest(args.out)  # the new record is listed where the report checks it
     history = record["history"]
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, color in (("train_acc", "tab:blue"), ("test_acc", "tab:green")):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.records import iter_records, write_json_atomic
+from grok_lightning.records import write_json_atomic
 from grok_lightning.sweep.launchers import LAUNCHERS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +32,8 @@ class Launch:
     gpus_per_run: float = 0.0
     devices: str | None = None
     runs_per_device: int | None = None
+    #: the results folder whose MANIFEST.json lists its final records, rewritten after training
+    manifest_root: str | None = None
 
 
 def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
@@ -56,7 +58,7 @@ def parse_args(doc: str, argv=None, extra=None) -> argparse.Namespace:
         parser.error(f"--out={args.out!r}: must name a folder")
     args.launch = Launch(train=not args.no_train, workers=args.workers, ensemble_size=args.ensemble_size,
                          launcher=args.launcher, address=args.address, gpus_per_run=args.gpus_per_run,
-                         devices=args.devices, runs_per_device=args.runs_per_device)
+                         devices=args.devices, runs_per_device=args.runs_per_device, manifest_root=args.out)
     return args
 
 
@@ -91,10 +93,12 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, launch: Launc
         run_sweep(path, profile=profile, out=out / "sweep", workers=launch.workers, extend=True,
                   ensemble_size=launch.ensemble_size, launcher=launch.launcher, address=launch.address,
                   gpus_per_run=launch.gpus_per_run, devices=launch.devices, runs_per_device=launch.runs_per_device)
+        if launch.manifest_root is not None:  # what was trained is listed where the report checks it
+            from reproduce.manifest import write_manifest
+
+            write_manifest(launch.manifest_root)
     specs = load_sweep(path, profile=profile).expand()
-    wanted = {spec.run_id for spec in specs}
-    found = [record for _, record in iter_records(out / "sweep" / "runs")] if (out / "sweep" / "runs").is_dir() else []
-    records = [record for record in found if record.get("run_id") in wanted]
+    records = read_planned(out / "sweep", specs)
     final = {r["run_id"] for r in records if r.get("status") in FINAL_STATUSES}
     missing = [spec.name for spec in specs if spec.run_id not in final]
     if missing and not launch.train:
@@ -104,6 +108,18 @@ def sweep_records(sweep_file: str | Path, profile: str, out: Path, launch: Launc
             raise SystemExit(f"{path.name} ({profile}): {len(specs)} of {len(specs)} runs missing (no final record yet)")
         records = [r for r in records if r["run_id"] in final]
     return records, missing
+
+
+def read_planned(store: Path, specs) -> list[dict]:
+    """The records of the planned runs ``specs`` in the sweep folder ``store``, in the order of
+    their folder names (the order the fits' resampling sees): each run once, from its own folder,
+    each the run its id names (:func:`grok_lightning.sweep.planned.planned_records`); runs without
+    a record are left out. Every target reads its records through here."""
+    from grok_lightning.sweep.planned import planned_records
+
+    runs = Path(store) / "runs"
+    found = planned_records(runs, sorted(specs, key=lambda spec: spec.name)) if runs.is_dir() else []
+    return [record for _, record in found if record is not None]
 
 
 def records_if_any(sweep_file: str | Path, profile: str, out: Path, launch: Launch, label: str) -> tuple[list[dict], list[str]]:

@@ -134,9 +134,10 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
 def control_peaks(control: list[dict], store: Path, before_grok: bool = False) -> tuple[dict, dict]:
     """Each completed control run's E and its peak checkpoint (in the run's folder of ``store``);
     with ``before_grok``, its argmax before grokking and ``peak_before_grok.ckpt`` instead."""
-    from grok_lightning.records import iter_records
+    from grok_lightning.sweep.store import SweepStore
 
-    folders = {record.get("run_id"): path.parent for path, record in iter_records(store / "runs")}
+    # the folder of each planned run (the records in ``control`` were read from these)
+    folders = {entry["run_id"]: store / "runs" / entry["name"] for entry in SweepStore(store).load_plan()}
     peaks, starts = {}, {}
     for r in control:
         source = r.get("intervention_source") or {}

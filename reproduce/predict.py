@@ -22,7 +22,6 @@ from pathlib import Path
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_auc
-from grok_lightning.records import iter_records
 from grok_lightning.stats.predict import (
     BASELINE_FEATURES,
     BASELINE_PLUS_TEST,
@@ -34,7 +33,16 @@ from grok_lightning.stats.predict import (
     table_records,
 )
 from reproduce.claims import claim, claim_row
-from reproduce.common import SWEEPS, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.common import (
+    SWEEPS,
+    cli,
+    describe,
+    parse_args,
+    read_planned,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 from reproduce.report import row
 
 NOTE_SOURCE = "author's later note"
@@ -51,11 +59,7 @@ def existing_records(sweep_file: str, profile: str, out: Path) -> list[dict]:
     """Records of a sweep already run into ``out/sweep`` (current grid only); never trains."""
     from grok_lightning.sweep.grid import load_sweep
 
-    runs = out / "sweep" / "runs"
-    if not runs.is_dir():
-        return []
-    wanted = {spec.run_id for spec in load_sweep(SWEEPS / sweep_file, profile=profile).expand()}
-    return [record for _, record in iter_records(runs) if record.get("run_id") in wanted]
+    return read_planned(out / "sweep", load_sweep(SWEEPS / sweep_file, profile=profile).expand())
 
 
 def _num(x):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_holdout
-from grok_lightning.records import FINAL_STATUSES, iter_records
+from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.stats.holdout import (
     PAPER_FEATURES,
     cells_text,
@@ -39,7 +39,7 @@ from grok_lightning.stats.holdout import (
 )
 from grok_lightning.stats.predict import feature_table, table_records
 from reproduce.claims import claim, claim_row
-from reproduce.common import SWEEPS, describe, write_outputs
+from reproduce.common import SWEEPS, describe, read_planned, write_outputs
 from reproduce.report import join_notes
 
 #: (folder under --out, sweep file, name): the medium records the pool reads
@@ -64,10 +64,8 @@ def read_source(root: Path, folder: str, sweep_file: str, profile: str = "medium
     from grok_lightning.sweep.grid import load_sweep
 
     specs = load_sweep(SWEEPS / sweep_file, profile=profile).expand()
-    wanted = {spec.run_id for spec in specs}
-    runs = root / folder / "sweep" / "runs"
-    found = [record for _, record in iter_records(runs)] if runs.is_dir() else []
-    return [r for r in found if r.get("run_id") in wanted and r.get("status") in FINAL_STATUSES], len(specs)
+    found = read_planned(root / folder / "sweep", specs)
+    return [r for r in found if r.get("status") in FINAL_STATUSES], len(specs)
 
 
 def build_pool(root: Path, epoch: int, slope_window: int) -> dict:

@@ -31,6 +31,8 @@ def write_runs(root, wds=WDS, seeds=SEEDS, status="completed", metric_shift=0.0)
                                 run_id=f"r{wd}_{seed}")
             record["status"] = status
             record["grok_epoch"] = _t_grok(wd, seed) if grokked else None
+            if grokked:  # a grok epoch stands on the history's test accuracy at that epoch
+                record["history"] = {"epoch": [_t_grok(wd, seed)], "test_acc": [1.0]}
             record["final_test_acc"] = (1.0 if grokked else 0.3) - metric_shift * (seed % 3)
             record["peak_entropy_std"] = 0.05 + 0.001 * seed + metric_shift * (1 + 0.2 * (seed % 2))
             write_json_atomic(root / f"wd{wd}_seed{seed}" / "record.json", record)
@@ -139,6 +141,8 @@ def _separable_runs(root):
             record = new_record({"wd": wd, "seed": seed}, run_id=f"r{wd}_{seed}")
             record["status"] = "completed"
             record["grok_epoch"] = _t_grok(wd, seed) if wd >= 0.1 else None
+            if wd >= 0.1:
+                record["history"] = {"epoch": [_t_grok(wd, seed)], "test_acc": [1.0]}
             write_json_atomic(root / f"wd{wd}_seed{seed}" / "record.json", record)
 
 

@@ -96,7 +96,8 @@ def workdir(tmp_path, monkeypatch):
     runs = tmp_path / "records"
     for wd in (0.01, 0.1, 1.0):
         for seed in range(3):
-            record = {"status": "completed", "config": {"wd": wd, "seed": seed}, "grok_epoch": 100 if wd >= 0.1 else None}
+            record = {"status": "completed", "config": {"wd": wd, "seed": seed}, "grok_epoch": 100 if wd >= 0.1 else None,
+                      "history": {"epoch": [100], "test_acc": [1.0 if wd >= 0.1 else 0.5]}}
             (runs / f"{wd}_{seed}").mkdir(parents=True)
             (runs / f"{wd}_{seed}" / "record.json").write_text(json.dumps(record))
     # records that break the schema: a grok epoch as a string, a history value as a string
@@ -111,6 +112,7 @@ def workdir(tmp_path, monkeypatch):
     write(tmp_path / "bomb.yaml", BOMB)
     write(tmp_path / "sweep_twice.yaml", "base: base.yaml\ngrid:\n  wd: [0.1]\n  wd: [1.0]\n")
     write(tmp_path / "a_file", "not a folder\n")
+    (tmp_path / "a_folder").mkdir()
     # a user's module next to the configs: importing it would create the sentinel
     write(tmp_path / "payload.py", f"open({str(tmp_path / SENTINEL)!r}, 'w')\ndef f(*args):\n    pass\nclass Cb:\n    pass\n")
     write(tmp_path / "lambda.yaml", "trainer:\n  callbacks:\n    - class_path: lightning.pytorch.callbacks.LambdaCallback\n"
@@ -178,6 +180,10 @@ CASES = {
     "n_layers 100000": (FIT + ["--model.n_layers", "100000"], "model.n_layers"),
     "d_model 10**6": (FIT + ["--model.d_model", str(10**6), "--model.n_heads", "1"], "model.d_model"),
     "two devices": (FIT + ["--trainer.devices", "2", "--trainer.accelerator", "cpu"], "trainer.devices"),
+    "diagnostics every 0": (FIT + ["--diagnostics.every", "0"], "diagnostics.every"),
+    "checkpoint_every -1": (FIT + ["--run.checkpoint_every", "-1"], "run.checkpoint_every"),
+    "an empty training split": (FIT + ["--data.train_fraction", "0.0001"], "data.train_fraction=0.0001: gives 0 training"),
+    "record_path a folder": (FIT + ["--run.record_path", "a_folder"], "run.record_path='a_folder': is a folder"),
     "logger save_dir a file": (FIT + ["--trainer.logger.init_args.save_dir", "a_file"], "trainer.logger.init_args.save_dir"),
     "logger save_dir below a file": (FIT + ["--trainer.logger.init_args.save_dir", "a_file/runs"],
                                      "trainer.logger.init_args.save_dir"),
@@ -263,3 +269,16 @@ def test_in_a_real_process_stderr_is_the_one_line(workdir, flags, field):
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and field in result.stderr, result.stderr
     assert not (workdir / "runs").exists()
+
+
+def test_a_bad_environment_seed_is_one_line(workdir, capfd, monkeypatch):
+    """``PL_GLOBAL_SEED`` is the seed the data split reads when the config seeds nothing: a value
+    that is not a seed is refused before anything is built, whatever ``seed_everything`` says."""
+    before = _tree(workdir)
+    for value in ("abc", "-3", str(2**32)):
+        monkeypatch.setenv("PL_GLOBAL_SEED", value)
+        for seed in ("false", "0"):
+            assert main(FIT + ["--seed_everything", seed]) == 2
+            lines = capfd.readouterr().err.strip().splitlines()
+            assert len(lines) == 1 and f"PL_GLOBAL_SEED={value!r}" in lines[0], lines
+    assert _tree(workdir) == before

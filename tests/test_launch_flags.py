@@ -50,7 +50,7 @@ def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monke
     monkeypatch.setattr(everything.importlib, "import_module", lambda module: fake_target(module))
     monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
     everything.main(["--out", str(tmp_path)] + flags)
-    expected = common.parse_args("doc", flags).launch
+    expected = common.parse_args("doc", ["--out", str(tmp_path)] + flags).launch
     assert len(seen) == len(everything.TARGETS)
     assert all(launch == expected for launch in seen.values()), (seen, expected)
 

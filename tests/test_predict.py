@@ -195,13 +195,15 @@ def _medium_records(root, with_e12: bool):
             collapses = folder != "fig5" and i % 3 == 0
             grok_epoch = None if wd <= 0.03 or data.get("random_labels") else 500
             final = horizon if folder != "fig5" or grok_epoch is None else grok_epoch + 20
-            epochs = list(range(0, final + 1, 100))
+            epochs = list(range(0, final + 1, 100)) + ([final] if final % 100 else [])  # its last is final_epoch
             n = len(epochs)
             sigma = 0.06 if collapses else 0.02
             history = {"epoch": epochs, "train_loss": list(rng.uniform(0, 1, n)), "train_acc": [1.0] * n,
                        "test_loss": list(rng.uniform(0, 1, n)), "test_acc": list(rng.uniform(0.5, 1, n)),
                        "weight_norm": list(rng.uniform(20, 30, n)), "mean_similarity": list(rng.uniform(0.8, 1, n)),
                        "entropy_std": list(sigma + 0.003 * rng.standard_normal(n))}
+            if grok_epoch is not None:  # a grok epoch stands on a test accuracy >= 0.99 there
+                history["test_acc"] = [1.0 if e >= grok_epoch else a for e, a in zip(epochs, history["test_acc"])]
             record = {"run_id": spec.run_id, "status": "completed", "grok_epoch": grok_epoch, "final_epoch": final,
                       "n_params": 818785, "history": history,
                       "config": {"wd": wd, "seed": spec.config["seed_everything"], "max_epochs": horizon,

@@ -200,6 +200,8 @@ def _fake_store(tmp_path) -> tuple[SweepStore, list]:
                              "data": {"operation": "add", "p": 23}, "run_id": run.run_id}, run_id=run.run_id)
         record.update(status=status, final_test_acc=0.5, wall_time_s=1.0)
         record["grok_epoch"] = 4 if status == "completed" else None
+        if status == "completed":  # its grok epoch stands on the test accuracy there
+            record["history"] = {"epoch": [4], "test_acc": [1.0]}
         record["error"] = "Traceback...\nerror: ConfigError: boom" if status == "failed" else None
         if status == "running":
             record["history"] = {"epoch": [1, 2, 3], "test_acc": [0.1, 0.2, 0.3]}

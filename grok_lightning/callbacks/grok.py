@@ -42,6 +42,8 @@ class GrokDetector(Callback):
         if extras is not None:
             extras["grok_epoch"] = self.grok_epoch
             extras["grok_threshold"] = self.threshold
+            if self.metric != "test_acc":  # the record's rules read the grok epoch against this column
+                extras["grok_metric"] = self.metric
         if self.grok_epoch is not None and self.extra_epochs is not None:
             if epoch >= self.grok_epoch + self.extra_epochs:
                 self.stopped = True

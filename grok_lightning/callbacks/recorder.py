@@ -97,7 +97,7 @@ class RunRecorder(Callback):
         datamodule = getattr(trainer, "datamodule", None)
         data = _plain(datamodule.hparams) if datamodule is not None else {}
         info = dict(self.run_info)
-        seed = int(info.pop("seed", 0) or 0)  # from the run's config (GrokCLI), never the environment
+        seed = info.pop("seed", None)  # the seed the run was given (GrokCLI); None: nothing was seeded
         # numerics: FP32 unless a run opted into TF32 matmuls or bf16 autocast
         return record_config(model, data, seed, trainer.max_epochs, type(pl_module).__name__,
                              precision=str(getattr(trainer, "precision", "32-true")),

@@ -21,8 +21,10 @@ atomic (a temporary file and ``os.replace``), so a kill during a write leaves th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,7 +33,9 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import Callback, Checkpoint
 from lightning.pytorch.utilities import rank_zero_info
 
-__all__ = ["ConfiguredOptimizer", "ResumeCheckpoint"]
+from grok_lightning.records import FILE_MODE
+
+__all__ = ["ConfiguredOptimizer", "ResumeCheckpoint", "run_folder_lock"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -109,14 +113,50 @@ class ResumeCheckpoint(Checkpoint):
     def save(self, trainer: Trainer) -> None:
         path = self.path(trainer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        # the full state (optimizer, loops, callbacks): a resume needs it. Saying so also keeps
-        # Lightning >= 2.6 from logging "`weights_only` was not set, defaulting to `False`", which
-        # reads like a load setting; loads are always weights_only=True (checkpoint_io)
-        trainer.save_checkpoint(tmp, weights_only=False)
-        if trainer.is_global_zero:
-            os.replace(tmp, path)
+        for partial in path.parent.glob(f".{path.name}.*.tmp"):  # a write killed before its rename
+            partial.unlink(missing_ok=True)
+        # a new file of its own (created, not opened through a link planted under a known name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, FILE_MODE)
+        os.close(fd)
+        try:
+            # the full state (optimizer, loops, callbacks): a resume needs it. Saying so also keeps
+            # Lightning >= 2.6 from logging "`weights_only` was not set, defaulting to `False`", which
+            # reads like a load setting; loads are always weights_only=True (checkpoint_io)
+            trainer.save_checkpoint(tmp, weights_only=False)
+            if trainer.is_global_zero:
+                os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
         self._last_write = time.monotonic()
+
+
+@contextlib.contextmanager
+def run_folder_lock(trainer):
+    """Hold ``<log_dir>/.fit.lock`` (an OS file lock, released however the process ends) while
+    ``fit`` trains: a second ``fit`` on the same run folder (``--resume`` twice) is one line, not
+    a second writer of its checkpoint and record. Without a log folder there is nothing to hold."""
+    from filelock import FileLock, Timeout
+
+    from grok_lightning.config import ConfigError
+
+    if trainer.log_dir is None:
+        yield
+        return
+    path = Path(trainer.log_dir) / ".fit.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink():  # filelock opens what a link points to
+        raise ConfigError(f"{path}: a symbolic link; remove it (a run folder's lock is a file of its own)")
+    lock = FileLock(path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(f"{trainer.log_dir}: another process is training this run folder now; wait for it to end "
+                          "or stop it") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 class ConfiguredOptimizer(Callback):

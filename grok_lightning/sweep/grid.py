@@ -95,6 +95,8 @@ SWEEP_KEYS = {"name", "description", "base", "overrides", "grid", "zip", "profil
               "checkpoint_min_epochs", "checkpoint_every", "keep_checkpoints"}
 PROFILE_KEYS = {"base", "overrides", "grid", "zip", "description", "checkpoint_min_epochs", "checkpoint_every",
                 "keep_checkpoints"}
+#: what a sweep's name may be: it names a folder
+SWEEP_NAME = re.compile(r"[A-Za-z0-9._+\-]{1,100}")
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -345,6 +347,10 @@ def load_sweep(path: str | Path, profile: str | None = None) -> Sweep:
 def check_sweep(sweep: Sweep, where: str = "sweep") -> None:
     """Structure and key checks (one ``ConfigError`` line each); classes it names must come from
     trusted packages (:func:`~grok_lightning.config.check_class_paths`)."""
+    if not isinstance(sweep.name, str) or not SWEEP_NAME.fullmatch(sweep.name) or sweep.name in (".", ".."):
+        # the name becomes a folder (runs/sweeps/<name>-<profile> without --out): never a path
+        raise ConfigError(f"{where}: name={sweep.name!r}: must be a plain name (letters, digits, '.', '_', '+', '-'), "
+                          "not a path")
     if not sweep.grid and not sweep.zips:
         raise ConfigError(f"{where}: empty grid (give at least one axis under grid: or zip:)")
     check_class_paths(sweep.base, where, "base")

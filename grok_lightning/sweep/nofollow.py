@@ -21,11 +21,13 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from grok_lightning.config import ConfigError
 
-__all__ = ["hard_link_error", "link_error", "open_no_follow", "refuse_links", "remove_inside"]
+__all__ = ["hard_link_error", "is_inside", "link_error", "open_no_follow", "refuse_links", "remove_inside",
+           "special_file_error"]
 
 
 def link_error(path: str | os.PathLike) -> ConfigError:
@@ -38,6 +40,11 @@ def hard_link_error(path: str | os.PathLike, names: int) -> ConfigError:
     # writes there (files the sweep replaces by renaming are safe, appends and rewrites are not)
     return ConfigError(f"{path}: a hard link ({names} names for one file); a sweep writes only files of its own "
                        "(copy the file instead of linking it)")
+
+
+def special_file_error(path: str | os.PathLike) -> ConfigError:
+    return ConfigError(f"{path}: not a regular file (a FIFO, socket or device); a sweep reads and writes only regular "
+                       "files and folders (remove it)")
 
 
 def refuse_links(root: str | os.PathLike) -> None:
@@ -57,6 +64,8 @@ def refuse_links(root: str | os.PathLike) -> None:
                     raise link_error(entry.path)
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(Path(entry.path))
+                elif not entry.is_file(follow_symlinks=False):  # a FIFO would block whoever opens it
+                    raise special_file_error(entry.path)
                 elif (names := entry.stat(follow_symlinks=False).st_nlink) > 1:
                     raise hard_link_error(entry.path, names)
 
@@ -66,21 +75,40 @@ def open_no_follow(path: str | os.PathLike, mode: str = "a"):
     link at ``path``, or a file with a second name, in one line instead of writing into it."""
     if mode not in ("a", "w"):
         raise ValueError(f"mode {mode!r}: 'a' or 'w'")
-    # no O_TRUNC: a file with a second name must be refused before anything of it is cut
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else 0) | getattr(os, "O_NOFOLLOW", 0)
+    # no O_TRUNC: a file with a second name must be refused before anything of it is cut; no
+    # blocking: opening a FIFO for writing would wait for a reader forever
+    flags = (os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
     try:
         fd = os.open(path, flags, 0o666)
     except OSError as err:
         if err.errno == errno.ELOOP or Path(path).is_symlink():
             raise link_error(path) from None
+        if err.errno == errno.ENXIO:  # a FIFO without a reader
+            raise special_file_error(path) from None
         raise
-    names = os.fstat(fd).st_nlink
-    if names > 1:
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
-        raise hard_link_error(path, names)
+        raise special_file_error(path)
+    if status.st_nlink > 1:
+        os.close(fd)
+        raise hard_link_error(path, status.st_nlink)
+    os.set_blocking(fd, True)
     if mode == "w":
         os.ftruncate(fd, 0)
     return os.fdopen(fd, mode)
+
+
+def is_inside(root: str | os.PathLike, path: str | os.PathLike) -> bool:
+    """Whether ``path`` (relative paths from the working directory, as Lightning resolves them)
+    resolves to ``root`` or below it, every link on the way followed.
+
+    >>> is_inside("/tmp/s/runs/a", "/tmp/s/runs/a/checkpoints"), is_inside("/tmp/s/runs/a", "/tmp/s/runs/a/../b")
+    (True, False)
+    """
+    real_root, real = os.path.realpath(root), os.path.realpath(path)
+    return real == real_root or os.path.commonpath([real_root, real]) == real_root
 
 
 def remove_inside(root: str | os.PathLike, path: str | os.PathLike) -> None:

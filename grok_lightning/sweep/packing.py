@@ -31,6 +31,7 @@ from grok_lightning.sweep.rundir import (
     output_to,
     read_record,
     run_summary,
+    set_aside,
 )
 
 __all__ = ["pack_tasks", "member_tasks", "execute_ensemble"]
@@ -86,6 +87,8 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
     ckpt_path, unusable = checkpoint_to_resume(ensemble_dir / "checkpoints" / "last.ckpt") if same_members \
         else (None, None)
     if ckpt_path is None:
+        if unusable is not None:  # reported this once: set aside (kept), not deleted
+            set_aside(ensemble_dir, ensemble_dir / "checkpoints" / "last.ckpt")
         remove_inside(ensemble_dir, ensemble_dir / "checkpoints")
         for member in todo:
             Path(member["run_dir"]).mkdir(parents=True, exist_ok=True)
@@ -112,6 +115,11 @@ def execute_ensemble(task: dict, capture_output: bool = True) -> dict:
             mark_failed(member, "KeyboardInterrupt (Ctrl-C / SIGINT)" if interrupted else "SystemExit in the ensemble",
                         status="interrupted" if interrupted else "failed")
     except BaseException as err:  # noqa: BLE001 - every failure becomes a record, the sweep goes on
+        from grok_lightning.checkpoint_io import UnusableCheckpoint
+
+        if ckpt_path is not None and isinstance(err, UnusableCheckpoint):  # it does not fit the members' models
+            set_aside(ensemble_dir, Path(ckpt_path))
+            return execute_ensemble(task, capture_output)
         for member in todo:
             mark_failed(member, f"{traceback.format_exc().rstrip()}\nerror (ensemble {task['name']}): {error_line(err)}")
     for member in todo:

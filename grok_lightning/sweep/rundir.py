@@ -7,6 +7,7 @@ Layout of ``<store>/runs/<name>/`` as written here (the recorder and the logger 
     record.json       the run's record (mark_failed writes one when the recorder could not)
     .owner            pid, host and process start time of the process training it right now
     attempts.jsonl    one line per start (kept when a run restarts from scratch)
+    unusable_checkpoints/   checkpoints that could not resume the run, set aside (kept too)
     run.log           the run's stdout/stderr
 """
 
@@ -17,6 +18,7 @@ import json
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 from grok_lightning.records import (
@@ -31,12 +33,14 @@ from grok_lightning.sweep.nofollow import link_error, open_no_follow, remove_ins
 
 __all__ = ["ATTEMPTS_FILE", "LOG_FILE", "OWNER_FILE", "checkpoint_to_resume", "clean", "error_line", "log_tail",
            "failed_run_config", "mark_failed", "output_to", "owner_alive", "pid_alive", "proc_start", "read_record",
-           "run_dir_of", "run_summary"]
+           "run_dir_of", "run_summary", "set_aside", "check_write_paths"]
 
 ATTEMPTS_FILE = "attempts.jsonl"
 OWNER_FILE = ".owner"
 LOG_FILE = "run.log"
-KEEP_ON_RESTART = {ATTEMPTS_FILE, OWNER_FILE}
+#: checkpoints that could not resume the run, kept (not deleted) for whoever wants to look
+UNUSABLE_DIR = "unusable_checkpoints"
+KEEP_ON_RESTART = {ATTEMPTS_FILE, OWNER_FILE, UNUSABLE_DIR}
 
 
 # --- processes ------------------------------------------------------------------------------------
@@ -71,9 +75,14 @@ def pid_alive(pid: int, host: str | None = None, start: str | None = None) -> bo
 
 def owner_alive(run_dir: Path) -> dict | None:
     """The ``.owner`` of ``run_dir`` when it is another live process on this host, else None."""
+    from grok_lightning.config import open_regular
+
     try:
-        owner = json.loads((run_dir / OWNER_FILE).read_text())
-    except (OSError, ValueError):
+        with open_regular(run_dir / OWNER_FILE) as handle:  # a FIFO there is no owner, never waited on
+            owner = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(owner, dict):
         return None
     if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
         return None
@@ -100,7 +109,9 @@ def failed_run_config(config: dict) -> dict:
     data = dict((config.get("data") or {}).get("init_args") or {})
     run = dict(config.get("run") or {})
     class_path = str((config.get("model") or {}).get("class_path", ""))
-    return record_config(model, data, config.get("seed_everything"), (config.get("trainer") or {}).get("max_epochs"),
+    seed = config.get("seed_everything")
+    return record_config(model, data, seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                         (config.get("trainer") or {}).get("max_epochs"),
                          class_path.rpartition(".")[2] or None, profile=run.get("profile"), run_id=run.get("run_id"))
 
 
@@ -176,6 +187,54 @@ def run_dir_of(store_root: str | Path, name: str) -> Path:
     return run_dir
 
 
+#: init arguments of a trainer's logger, callbacks and profiler that name where they write
+WRITE_PATH_ARGS = ("dirpath", "filename", "save_dir", "sub_dir", "root_dir", "log_dir", "default_root_dir", "filepath",
+                   "output_dir")
+
+
+def _specs(value, where: str):
+    """``(where, {class_path, init_args})`` of a logger, callback or profiler entry (or a list)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _specs(item, f"{where}.{i}")
+    elif isinstance(value, dict) and isinstance(value.get("init_args"), dict):
+        yield where, value
+
+
+def check_write_paths(config: dict, run_dir: Path) -> None:
+    """Every path a run config names for writing resolves inside ``run_dir``, or one
+    ``ConfigError`` line names the field: the run's logger folder (``save_dir/name/version``,
+    what a sweep sets) and its ``sub_dir``, and the ``dirpath``/``filename``/... of the trainer's
+    callbacks and profiler and ``trainer.default_root_dir``. A stored plan is data: its run may not
+    write anywhere else (a ModelCheckpoint overwriting a file elsewhere, events sent outside)."""
+    from grok_lightning.config import ConfigError
+    from grok_lightning.sweep.nofollow import is_inside
+
+    trainer = config.get("trainer") or {}
+    wanted: list[tuple[str, Path]] = []
+    if trainer.get("default_root_dir") is not None:
+        wanted.append(("trainer.default_root_dir", Path(str(trainer["default_root_dir"]))))
+    for where, spec in _specs(trainer.get("logger"), "trainer.logger"):
+        args = spec["init_args"]
+        if args.get("save_dir") is not None:
+            log_dir = Path(str(args["save_dir"])) / str(args.get("name") or "") / str(args.get("version") or "")
+            wanted.append((f"{where}.init_args.save_dir/name/version", log_dir))
+            if args.get("sub_dir") is not None:
+                wanted.append((f"{where}.init_args.sub_dir", log_dir / str(args["sub_dir"])))
+    for section in ("callbacks", "profiler", "plugins"):
+        for where, spec in _specs(trainer.get(section), f"trainer.{section}"):
+            args = spec["init_args"]
+            folder = Path(str(args.get("dirpath") or args.get("output_dir") or run_dir))
+            for key in WRITE_PATH_ARGS:
+                if args.get(key) is not None:
+                    value = Path(str(args[key]))
+                    wanted.append((f"{where}.init_args.{key}", folder / value if key in ("filename", "filepath") else value))
+    for field, path in wanted:
+        if not is_inside(run_dir, path):
+            raise ConfigError(f"{field}={str(path)!r}: resolves outside the run folder {run_dir}; a stored config "
+                              "writes only inside its run folder")
+
+
 # --- checkpoints and files ------------------------------------------------------------------------
 def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
     """``(ckpt_path, problem)``: the checkpoint to resume from, or why the file there cannot be
@@ -187,6 +246,21 @@ def checkpoint_to_resume(path: Path) -> tuple[str | None, str | None]:
 
     problem = checkpoint_problem(path)
     return (str(path), None) if problem is None else (None, problem)
+
+
+def set_aside(run_dir: Path, path: Path) -> Path | None:
+    """Move an unusable checkpoint ``path`` of ``run_dir`` into ``run_dir/unusable_checkpoints/``
+    (the run restarts from scratch; the file is kept, not deleted); its new path, or ``None``
+    when there is no such file."""
+    if not path.is_file() or path.is_symlink():
+        return None
+    folder = run_dir / UNUSABLE_DIR
+    if folder.is_symlink():
+        raise link_error(folder)
+    folder.mkdir(exist_ok=True)
+    target = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{path.name}"
+    os.replace(path, target)
+    return target
 
 
 def clean(run_dir: Path) -> None:
@@ -226,8 +300,11 @@ def output_to(path: Path, enabled: bool = True):
 
 def log_tail(run_dir: Path, n: int = 15) -> str:
     """The last ``n`` lines of the run's ``run.log``."""
+    from grok_lightning.config import open_regular
+
     try:
-        lines = (run_dir / LOG_FILE).read_text(errors="replace").splitlines()
-    except OSError:
+        with open_regular(run_dir / LOG_FILE, "rb") as handle:
+            lines = handle.read().decode(errors="replace").splitlines()
+    except (OSError, ValueError):
         return ""
     return "\n".join(lines[-n:])

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 from filelock import FileLock, Timeout
 
-from grok_lightning.config import ConfigError, read_yaml
+from grok_lightning.config import ConfigError, open_regular, read_yaml
 from grok_lightning.records import RECORD_NAME, iter_records, last_epoch, load_record, write_json_atomic
 from grok_lightning.sweep.grid import (
     PLACEMENT_KEYS,
@@ -86,11 +86,11 @@ class SweepLock:
     def holder(self) -> dict | None:
         """What the holder wrote about itself (None when nothing is written)."""
         try:
-            with open(self.info_path) as handle:
+            with open_regular(self.info_path) as handle:
                 return json.load(handle)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
 
     def is_held_by_live_process(self) -> bool:
@@ -187,11 +187,15 @@ class SweepStore:
     # the plan
     def load_plan(self) -> list[dict]:
         try:
-            with open(self.root / PLAN_FILE) as handle:
+            with open_regular(self.root / PLAN_FILE) as handle:
                 runs = json.load(handle)["runs"]
         except FileNotFoundError:
             raise ConfigError(f"{self.root}: not a sweep directory (no {PLAN_FILE}); start one with "
                               f"`grok-lightning sweep run SWEEP_FILE --out {self.root}`") from None
+        except ConfigError:  # a folder or a FIFO named plan.json: one line naming it
+            raise
+        except RecursionError:
+            raise ConfigError(f"{self.root / PLAN_FILE}: unreadable (JSON nested too deeply)") from None
         except (ValueError, KeyError, TypeError) as err:
             raise ConfigError(f"{self.root / PLAN_FILE}: unreadable ({type(err).__name__}: {err})") from None
         if not isinstance(runs, list) or not all(isinstance(e, dict) and isinstance(e.get("run_id"), str)
@@ -297,7 +301,7 @@ class SweepStore:
 
     def attempts(self, name: str) -> int:
         try:
-            with open(self.run_dir(name) / ATTEMPTS_FILE) as handle:
+            with open_regular(self.run_dir(name) / ATTEMPTS_FILE) as handle:  # a FIFO is refused, not waited on
                 return sum(1 for line in handle if line.strip())
         except FileNotFoundError:
             return 0

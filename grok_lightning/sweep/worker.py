@@ -39,6 +39,7 @@ from grok_lightning.sweep.rundir import (
     ATTEMPTS_FILE,
     LOG_FILE,
     OWNER_FILE,
+    check_write_paths,
     checkpoint_to_resume,
     clean,
     error_line,
@@ -50,6 +51,7 @@ from grok_lightning.sweep.rundir import (
     read_record,
     run_dir_of,
     run_summary,
+    set_aside,
 )
 
 # mark_failed, checkpoint_to_resume: the run-directory helpers, importable from here too
@@ -94,14 +96,16 @@ def make_task(entry: dict, store_root: str | Path, settings: dict, threads: int 
 
 
 # --- the protocol ---------------------------------------------------------------------------------
-def execute_run(task: dict, capture_output: bool = True) -> dict:
+def execute_run(task: dict, capture_output: bool = True, unusable_before: str | None = None) -> dict:
     """Run (or resume, or skip) one task; return a short summary. Never raises for a run failure.
 
     An ensemble task (``members``, from ``--ensemble-size``) trains its runs together; its summary
-    lists theirs under ``members``.
+    lists theirs under ``members``. ``unusable_before``: why the run's checkpoint was just set
+    aside (it failed the checks against the built model): said once, as the restart's reason.
     """
     from grok_lightning.config import trust_code
 
+    check_placement(task)  # before anything is made, emptied or written
     # the modules the sweep's command line trusted (--trust-code), in this process too
     trust_code(task.get("trusted_code") or next((m.get("trusted_code") for m in task.get("members") or []), None) or ())
     if task.get("members"):
@@ -123,11 +127,15 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     # anything the run needs (the previous file is intact), so it goes before the run continues
     for partial in run_dir.glob(f".{RECORD_NAME}.*.tmp"):
         remove_inside(run_dir, partial)
-    ckpt_path, unusable = checkpoint_to_resume(run_dir / "checkpoints" / "last.ckpt")
+    own_path = run_dir / "checkpoints" / "last.ckpt"
+    ckpt_path, unusable = checkpoint_to_resume(own_path)
     if ckpt_path is None:
-        clean(run_dir)  # the unusable file goes too: it is reported this once
+        if unusable is not None:  # reported this once: set aside (kept), so the next sweep does not see it
+            set_aside(run_dir, own_path)
+        clean(run_dir)
         # no checkpoint of its own yet: a run may start from another run's (E12's B and C)
         ckpt_path = ((task["config"].get("run") or {}).get("start_from")) or None
+    unusable = unusable or unusable_before
     me = {"pid": os.getpid(), "host": socket.gethostname(), "proc_start": proc_start(os.getpid())}
     with open_no_follow(run_dir / OWNER_FILE, "w") as handle:
         handle.write(json.dumps(me))
@@ -146,10 +154,11 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
             if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else None
     except ValueError:  # not the main thread (e.g. some Ray setups): no Ctrl-C handling here
         previous_handler = None
+    own = ckpt_path is not None and ckpt_path == str(own_path)
+    set_aside_because = None
     try:
         with output_to(run_dir / LOG_FILE, capture_output):
-            check_task(task, ckpt_path, own_checkpoint=ckpt_path is not None and unusable is None and
-                       ckpt_path == str(run_dir / "checkpoints" / "last.ckpt"))
+            check_task(task, ckpt_path, own_checkpoint=own)
             if ckpt_path:
                 print(f"[grok-lightning sweep] resuming {task['name']} from {ckpt_path}", flush=True)
             if unusable:
@@ -168,11 +177,19 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
         else:
             mark_failed(task, f"SystemExit({err.code}) while running; end of run.log:\n{log_tail(run_dir)}")
     except BaseException as err:  # noqa: BLE001 - every failure becomes a record, the sweep goes on
-        mark_failed(task, f"{traceback.format_exc().rstrip()}\nerror: {error_line(err)}")
+        from grok_lightning.checkpoint_io import UnusableCheckpoint
+
+        if own and isinstance(err, UnusableCheckpoint):  # its own checkpoint does not fit the model
+            set_aside_because = error_line(err).removeprefix("ConfigError: ")
+        else:
+            mark_failed(task, f"{traceback.format_exc().rstrip()}\nerror: {error_line(err)}")
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGINT, previous_handler)
         (run_dir / OWNER_FILE).unlink(missing_ok=True)
+    if set_aside_because is not None:  # nothing was trained: set it aside and start again from scratch
+        set_aside(run_dir, own_path)
+        return execute_run(task, capture_output, unusable_before=set_aside_because)
     record = read_record(record_path)
     interrupted = interrupted or (record or {}).get("status") == "interrupted"  # stopped gracefully by a signal
     if record is not None and record.get("status") == "running":  # should not happen; never leave it
@@ -181,6 +198,51 @@ def execute_run(task: dict, capture_output: bool = True) -> dict:
     if status in FINAL_STATUSES and not task.get("keep_checkpoints", True):
         remove_inside(run_dir, run_dir / "checkpoints")
     return run_summary(task, record, interrupted=interrupted, resumed_from=ckpt_path, unusable_checkpoint=unusable)
+
+
+def _computed(config) -> str:
+    """What a run computes (its config without placement keys and logger, which a task sets)."""
+    from grok_lightning.sweep.grid import canonical_json, identity_of
+
+    identity = identity_of(config if isinstance(config, dict) else {})
+    identity.get("trainer", {}).pop("logger", None)
+    return canonical_json(identity)
+
+
+def check_placement(task: dict) -> None:
+    """A task (from a launcher, or a task file from anywhere) runs only a run its sweep plans, in
+    that run's own folder, one ``ConfigError`` line otherwise: ``run_dir`` is
+    ``<sweep>/runs/<name>`` of a sweep folder whose ``plan.json`` lists this run id under this
+    name (with a config that hashes to it), the task's config is that one (what it computes), and
+    the record goes to ``run_dir/record.json``. A run
+    folder is emptied on a restart and its record rewritten: a task naming another folder or
+    another sweep's record must not reach them."""
+    from grok_lightning.config import ConfigError
+    from grok_lightning.sweep.grid import get_dotted, run_id_of
+    from grok_lightning.sweep.store import SweepStore
+
+    members = task.get("members") or [task]
+    for member in members:
+        run_dir, name = Path(str(member.get("run_dir"))), str(member.get("name"))
+        store = SweepStore(run_dir.parent.parent)
+        if run_dir.parent.name != "runs" or run_dir.resolve() != store.run_dir(name).resolve():
+            raise ConfigError(f"run_dir={str(run_dir)!r}: not the folder of run {name!r} (<sweep>/runs/{name}); a task "
+                              "runs only in its own run folder")
+        entry = next((e for e in store.load_plan() if e["run_id"] == member.get("run_id")), None)
+        if entry is None or entry["name"] != name or run_id_of(entry.get("config") or {}) != entry["run_id"]:
+            raise ConfigError(f"{store.root / 'plan.json'}: plans no run {member.get('run_id')!r} named {name!r}; a task "
+                              "runs only a run its sweep plans")
+        if _computed(member.get("config")) != _computed(entry["config"]):
+            raise ConfigError(f"task {name}: its config is not the one its plan gives run {entry['run_id']}")
+        record_path = get_dotted(member["config"], "run.record_path", None)
+        if record_path is None or Path(str(record_path)).resolve() != (store.run_dir(name) / RECORD_NAME).resolve():
+            raise ConfigError(f"run.record_path={record_path!r}: a sweep run's record is {store.run_dir(name) / RECORD_NAME}")
+    if task.get("members"):
+        ensemble_dir = Path(str(task["run_dir"]))
+        root = Path(str(members[0]["run_dir"])).parent.parent.resolve()
+        if ensemble_dir.parent.resolve() != root / "ensembles" or ensemble_dir.is_symlink() or \
+                Path(str(task.get("name"))).name != ensemble_dir.name:
+            raise ConfigError(f"run_dir={str(ensemble_dir)!r}: an ensemble runs in <sweep>/ensembles/<its name>")
 
 
 def check_task(task: dict, ckpt_path: str | None, own_checkpoint: bool) -> None:
@@ -192,6 +254,7 @@ def check_task(task: dict, ckpt_path: str | None, own_checkpoint: bool) -> None:
     from grok_lightning.config import ConfigError, check_class_paths
 
     check_class_paths(task["config"], f"run {task['name']}")
+    check_write_paths(task["config"], Path(task["run_dir"]).resolve())
     if own_checkpoint:
         owner = checkpoint_run_id(ckpt_path)
         if owner != task["run_id"]:  # no id at all: a plain `fit` run's, or written elsewhere
@@ -305,11 +368,20 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args.parent or os.getppid(), args.threads)
     if not args.task:
         parser.error("give --task FILE or --serve")
-    with open(args.task) as handle:
-        task = json.load(handle)
-    task["trusted_code"] = args.trust_code  # from this command line, never from the file
-    limit_threads(args.threads or task.get("threads"))
-    summary = execute_run(task, capture_output=not args.no_capture)
+    from grok_lightning.config import ConfigError, open_regular
+
+    try:
+        with open_regular(args.task) as handle:
+            task = json.load(handle)
+        if not isinstance(task, dict):
+            raise ConfigError(f"--task {args.task}: not a task (a JSON object from make_task)")
+        task["trusted_code"] = args.trust_code  # from this command line, never from the file
+        limit_threads(args.threads or task.get("threads"))
+        summary = execute_run(task, capture_output=not args.no_capture)
+    except (ValueError, KeyError, TypeError, RecursionError) as err:  # a ConfigError is a ValueError
+        print(f"error: {err if isinstance(err, ConfigError) else f'--task {args.task}: not a task ({err!r})'}",
+              file=sys.stderr)
+        return 2
     print(json.dumps(summary))
     return 0 if summary["status"] in FINAL_STATUSES else 1
 
