@@ -44,6 +44,7 @@ from reproduce.common import (
     cli,
     describe,
     parse_args,
+    read_planned,
     records_if_any,
     sweep_records,
     sweep_summary,
@@ -225,15 +226,17 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     return summary
 
 
-def fig5_runs(root: Path, control: list[dict]) -> dict | None:
+def fig5_runs(root: Path, control: list[dict], profile: str) -> dict | None:
     """Fig. 5's shipped runs of A's model at A's lambdas (read, never trained here), for A's grok
-    rows; None where Fig. 5 has no records under ``root``."""
-    from grok_lightning.records import iter_records
+    rows: the runs Fig. 5's sweep plans for ``profile``, each once (``read_planned``); None where
+    Fig. 5 has no records under ``root``."""
+    from grok_lightning.sweep.grid import load_sweep
 
-    store = root / "fig5" / "sweep" / "runs"
-    if not store.is_dir():
+    store = root / "fig5" / "sweep"
+    if not (store / "runs").is_dir():
         return None
-    return same_model_runs(control, [record for _, record in iter_records(store)], "Fig. 5")
+    planned = load_sweep(SWEEPS / "canonical_wd.yaml", profile=profile).expand()
+    return same_model_runs(control, read_planned(store, planned), "Fig. 5")
 
 
 def main(argv=None) -> Path:
@@ -266,7 +269,7 @@ def main(argv=None) -> Path:
         planned[group] = len(pre_arm)
         groups[group] = run_group(group, pre_arm, pre_starts)
     summary = analyse(groups, peaks, args.profile, out, window=args.window, planned=planned, pre_peaks=pre_peaks or None,
-                      pre_arm=pre_arm or None, pooled_runs=fig5_runs(Path(args.out), control))
+                      pre_arm=pre_arm or None, pooled_runs=fig5_runs(Path(args.out), control, args.profile))
     print(f"fig8: {len(summary['pairs'])} controls; {out / 'fig8_forest.png'}")
     return out
 
