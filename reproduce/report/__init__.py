@@ -21,9 +21,9 @@ from reproduce.report.render import (
     verdict_counts,
     write_report,
 )
-from reproduce.report.rows import Row, claim_row, count_row, join_notes, row
+from reproduce.report.rows import Row, claim_row, count_row, join_notes, paper_value, row
 from reproduce.report.verdict import VERDICTS, Verdict, Word, judge, verdict, verdict_class
 
 __all__ = ["VERDICTS", "Claim", "Row", "Verdict", "Word", "claim", "claim_row", "claim_verdicts", "count_row",
-           "counts_line", "decide_probability", "format_value", "join_notes", "judge", "load_claims", "read_rows",
+           "counts_line", "decide_probability", "format_value", "join_notes", "judge", "load_claims", "paper_value", "read_rows",
            "readme_block", "row", "verdict", "verdict_class", "verdict_counts", "write_report"]

@@ -113,8 +113,7 @@ class Model:
         c = self.claim
         q = dict(quantity="simulated", profile="sim", claim=c.id)
         if self.kind == "count":
-            k = int(rng.binomial(n, min(max(truth, 0.0), 1.0)))
-            return Row(ours=k / n, n=n, **q)
+            return self.draw_count(int(rng.binomial(n, min(max(truth, 0.0), 1.0))), n)
         if self.kind in ("mean", "median"):
             x = rng.normal(truth, self.sd, n)
             interval = mean_interval(x) if self.kind == "mean" else median_interval(x)
@@ -143,6 +142,10 @@ class Model:
             return Row(ours=est, n=n, ours_ci=(est * math.exp(-1.96 * se), est * math.exp(1.96 * se)), **q)
         est = truth + rng.normal(0.0, se)
         return Row(ours=est, n=n, ours_ci=(est - 1.96 * se, est + 1.96 * se), **q)
+
+    def draw_count(self, k: int, n: int) -> Row:
+        """Our row of k of n runs (a count model)."""
+        return Row(quantity="simulated", profile="sim", claim=self.claim.id, ours=k / n, n=n)
 
     def our_n(self, multiple: float) -> int:
         return max(2, int(math.ceil(multiple * self.n)))
@@ -196,10 +199,26 @@ def characteristics(claim_id: str, multiple: float, scenario: str, reps: int = 4
         raise ValueError(f"claim {claim_id} is a decision, an identity or a name: no replicate model")
     rng = np.random.default_rng([seed, _stable(claim_id), int(multiple * 100), SCENARIOS.index(scenario)])
     runs = n or m.our_n(multiple)
+    if m.kind == "count":
+        return _count_characteristics(m, runs, scenario)
     counts = dict.fromkeys(OUTCOMES, 0)
     for _ in range(reps):
         counts[_outcome(judge(m.draw(m.truth(scenario, rng), runs, rng), m.claim))] += 1
     return {k: v / reps for k, v in counts.items()}
+
+
+def _count_characteristics(m: Model, n: int, scenario: str) -> dict[str, float]:
+    """A count's outcome shares exactly: the verdict of every k = 0..n weighed by its probability,
+    binomial at the truth (beta-binomial for a truth drawn from the paper's Jeffreys posterior)."""
+    if scenario == "drawn":
+        k, n_paper = m.claim.count
+        pmf = sps.betabinom.pmf(np.arange(n + 1), n, k + 0.5, n_paper - k + 0.5)
+    else:
+        pmf = sps.binom.pmf(np.arange(n + 1), n, min(max(m.truth(scenario, None), 0.0), 1.0))
+    out = dict.fromkeys(OUTCOMES, 0.0)
+    for k, weight in enumerate(pmf):
+        out[_outcome(judge(m.draw_count(k, n), m.claim))] += float(weight)
+    return out
 
 
 def _stable(text: str) -> int:
@@ -216,8 +235,8 @@ def decide_probability(claim_id: str, n: int, *, settled: bool = False, truth: f
 
     >>> decide_probability("lock.fire_grok", 15, reps=100)
     1.0
-    >>> decide_probability("fig2.s_bar_init", 3, reps=50)  # 3 runs' median has a 75% interval
-    0.0
+    >>> decide_probability("fig4.perm_p", 8)  # a decision
+    1.0
     """
     m = model(claim_id)
     if m is None:
@@ -283,7 +302,7 @@ def _limit(m: Model, ours: float) -> str:
     contains 0, nothing we run decides it."""
     c = m.claim
     if m.kind == "count":
-        paper = Count(*c.count)
+        paper = Count(*c.count, exact=True)
         (lo95, hi95), (lo90, hi90) = paper.interval(0.95), paper.interval(0.90)
         if lo95 <= ours <= hi95 and not (ours - hi90 >= -c.delta and ours - lo90 <= c.delta):
             return (f"the paper's own count ({c.text}) leaves D's 90% interval wider than Delta (-+{c.delta:g}) "

@@ -35,12 +35,25 @@ POWER_FLOOR = 0.85
 
 
 def families() -> OrderedDict[str, list[str]]:
-    """``{family: [claim ids with a replicate model]}`` in table order (replays left out: a replay
-    is the paper's deterministic run repeated, decided by equality)."""
+    """``{family: [claim ids with a replicate model]}`` in table order; a family's claims of one run
+    form a group of their own, ``<family> (one run)``: the paper's value carries a run's spread."""
     out: OrderedDict[str, list[str]] = OrderedDict()
     for c in load_claims().values():
-        if model(c.id) is not None:
-            out.setdefault(c.family, []).append(c.id)
+        m = model(c.id)
+        if m is not None:
+            out.setdefault(c.family + (" (one run)" if m.kind == "one run" else ""), []).append(c.id)
+    return out
+
+
+def shortfalls(ids: list[str]) -> list[str]:
+    """'target, k of n claims: why' for each target some claims of a group cannot meet (the reason
+    of the claim that falls furthest short)."""
+    out = []
+    for target in ("faithful", "power"):
+        short = [cid for cid in ids if target in shortfall(cid)]
+        if short:
+            worst = min(short, key=lambda cid: _power(model(cid)))
+            out.append(f"{target}, {len(short)} of {len(ids)} claims: {shortfall(worst)[target]}")
     return out
 
 
@@ -50,7 +63,7 @@ def _power(m: Model) -> float:
     c = m.claim
     if m.kind == "count":
         k, n = c.count
-        lo, hi = Count(k, n).interval(0.95)
+        lo, hi = Count(k, n, exact=True).interval(0.95)
         p2 = min(max(k / n + (2 * c.delta if k / n + 2 * c.delta <= 1 else -2 * c.delta), 0.0), 1.0)
         se = math.hypot((hi - lo) / 2 / 1.96, math.sqrt(p2 * (1 - p2) / (4 * n)))
         return float(sps.norm.cdf(2 * c.delta / se - 1.96)) if se > 0 else 1.0
@@ -69,8 +82,6 @@ def shortfall(claim_id: str) -> dict[str, str]:
     if m.kind == "median" and (c.n or 1) < 5:
         out["faithful"] = (f"a median of {c.n} runs, the paper's n, has no 90% interval (the range of {c.n} covers "
                            f"{1 - 2 ** (1 - (c.n or 1)):.0%}): inconclusive by design")
-    if m.kind == "one run":
-        out["faithful"] = "the paper's n is one run: inconclusive by design below 3 runs (simulated at 3)"
     power = _power(m)
     if power < POWER_FLOOR:
         why = ("one run of the paper carries a whole run's spread (simulated at Delta), which no number of our "
@@ -88,6 +99,11 @@ def _se_text(m: Model) -> str:
     return f"standard error {m.se:.3g}{' (log)' if m.multiplicative else ''}"
 
 
+def _share(x: float) -> str:
+    """A share as a percentage; 'n/a' where the paper gives no spread to draw a truth from."""
+    return "n/a" if math.isnan(x) else f"{x:.0%}"
+
+
 def _cell(share: dict[str, float]) -> str:
     """'E 93 / C 5 / N 2' (percent equivalent / consistent / not reproduced, inconclusive when any)."""
     text = " / ".join(f"{k[0].upper()} {round(100 * share[k])}" for k in ("equivalent", "consistent", "not reproduced"))
@@ -98,8 +114,8 @@ def criteria(claim_id: str, reps: int) -> dict[str, float]:
     """The three targets' simulated values for one claim."""
     sim = lambda mult, scen: characteristics(claim_id, mult, scen, reps)
     faithful = [sim(1, s) for s in ("exact", "drawn")]
-    return {"faithful_exact": faithful[0]["equivalent"] + faithful[0]["consistent"],
-            "faithful_drawn": faithful[1]["equivalent"] + faithful[1]["consistent"],
+    drawn = math.nan if model(claim_id).assumed else faithful[1]["equivalent"] + faithful[1]["consistent"]
+    return {"faithful_exact": faithful[0]["equivalent"] + faithful[0]["consistent"], "faithful_drawn": drawn,
             "power": sim(4, "2delta")["not reproduced"],
             "size": max(sim(mult, "delta")["equivalent"] for mult in MULTIPLES)}
 
@@ -108,7 +124,8 @@ def table(reps: int = 400, reps_all: int = 100) -> str:
     """Table 1: every family against the targets (the worst of its claims, ``reps_all`` replicates
     each); table 2: each family's first claim under every scenario at 1-10x (``reps``)."""
     fams = families()
-    lines = [f"**Against the targets** (worst claim of each family, {reps_all} replicates per cell; faithful: "
+    lines = [f"**Against the targets** (worst claim of each family, {reps_all} replicates per cell, a count's shares "
+             "exact; faithful: "
              "consistent or equivalent at the paper's n, truth at the paper's value / drawn from its uncertainty; "
              "power: not reproduced with the truth 2 Delta away at 4x the paper's n; size: equivalent with the truth "
              "Delta away, the largest over 1-10x).", "",
@@ -116,13 +133,12 @@ def table(reps: int = 400, reps_all: int = 100) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for family, ids in fams.items():
         values = {cid: criteria(cid, reps_all) for cid in ids}
-        short = {cid: shortfall(cid) for cid in ids}
-        worst = lambda key, pick=min: pick(v[key] for v in values.values())
-        reasons = sorted({f"{t}: {why}" for cid in ids for t, why in short[cid].items()})
+        worst = lambda key, pick=min: pick((v[key] for v in values.values() if not math.isnan(v[key])), default=math.nan)
+        reasons = shortfalls(ids)
         first = model(ids[0])
         assumed = f" ({first.assumed})" if first.assumed else ""
         lines.append(f"| {family} | {first.claim.tolerance} | {len(ids)} | {first.kind}{assumed} | "
-                     f"{worst('faithful_exact'):.0%} / {worst('faithful_drawn'):.0%} | {worst('power'):.0%} | "
+                     f"{worst('faithful_exact'):.0%} / {_share(worst('faithful_drawn'))} | {worst('power'):.0%} | "
                      f"{worst('size', max):.0%} | {'; '.join(reasons) or '-'} |")
     lines += ["", f"**Every scenario** (each family's first claim, {reps} replicates per cell; E / C / N / I: percent "
               "equivalent, consistent, not reproduced, inconclusive).", "",

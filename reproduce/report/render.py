@@ -247,7 +247,7 @@ def readme_block(medium: Path, left_out: dict | None = None) -> str:
     for e in entries:
         c, r = e.claim, e.row
         if r is None or (e.verdict.word is Word.NOT_RUN and r.ours is None):
-            unscored[e.verdict.reason].append(c.id)
+            unscored[e.verdict.reason or e.verdict.qualifier or "no number of ours"].append(c.id)
             continue
         ours = f"{format_value(r.ours, r.ours_ci, r.ci_level)} ({r.n})"
         lines.append(f"| {c.id} | {c.paper} {c.where} | {_cell(c.claim)} | {paper_cell(c)} | {ours} | {e.verdict.label} |")

@@ -20,7 +20,7 @@ from grok_lightning.stats.intervals import wilson
 from grok_lightning.stats.samples import fisher_counts
 from reproduce.report.claims import claim as _claim
 
-__all__ = ["Row", "claim_row", "count_row", "join_notes", "row"]
+__all__ = ["Row", "claim_row", "count_row", "join_notes", "paper_value", "row"]
 
 
 def _finite(x) -> bool:
@@ -50,7 +50,7 @@ class Row:
     min_n_reason: str = ""
     no_estimate: str = ""  # why runs that are there give no number yet
     not_run: str = ""  # why there is no number of ours (e.g. the measured compute it needs)
-    invalid: str = ""  # why the design cannot show the effect
+    invalid: str | None = None  # why the design cannot show the effect (None: it can)
     replay: str = ""  # why our one run is the paper's own deterministic run repeated
     reading: str = ""  # the reading our number used, when not the claim's
     sensitivity: str = ""  # another reading of the same statistic: listed, never counted
@@ -110,7 +110,11 @@ class Row:
             raise ValueError(f"{where}: an identity of ours (expected) needs a tolerance and no claim")
         if self.sensitivity is True or self.sensitivity is False:  # a flag reads as a label
             set_("sensitivity", "another reading" if self.sensitivity else "")
-        for name in ("source", "test_name", "horizon_final", "min_n_reason", "no_estimate", "not_run", "invalid",
+        if self.invalid == "":
+            set_("invalid", None)
+        elif self.invalid is not None and not isinstance(self.invalid, str):
+            raise ValueError(f"{where}: invalid {self.invalid!r} must be text")
+        for name in ("source", "test_name", "horizon_final", "min_n_reason", "no_estimate", "not_run",
                      "replay", "reading", "sensitivity", "note", "part"):
             value = getattr(self, name)
             if value is None:
@@ -184,3 +188,13 @@ def count_row(claim_id: str, quantity: str, k: int, n: int, profile: str, note: 
     note = f"ours {k}/{n}, paper {paper_k}/{paper_n}; Fisher exact p = {p:.2g}" + (f"; {note}" if note else "")
     return claim_row(claim_id, quantity, k / n, profile, n, ours_ci=interval.ci, note=note, test_p=p,
                      test_name="Fisher exact", **fields)
+
+
+def paper_value(r: dict | Row):
+    """The paper's value a row is scored against (from the claims table; None for context): a
+    number, or the name of a ``named`` claim."""
+    claim_id = r.claim if isinstance(r, Row) else r.get("claim")
+    if not claim_id:
+        return None
+    c = _claim(claim_id)
+    return c.text if c.kind == "named" else c.value

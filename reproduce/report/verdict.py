@@ -18,12 +18,15 @@ Delta* when that interval lies wholly outside -+Delta and *smaller than Delta* w
 lies inside it; **same direction, different size** instead when the row has a no-effect value
 (``null``) and ours and the paper's lie on the same side of it, ours excluding it.
 
-The paper's side: its printed interval; else its count (Wilson); else its value -+ the claim's
-margin (``sampling``: the half-width of its 95% interval; ``precision``: a bound at every level).
+The paper's side: its printed interval; else its count (Clopper-Pearson at each level); else its
+value -+ the claim's margin (``sampling``: the half-width of its 95% interval; ``precision``: a
+bound at every level). Our side: the row's interval rescaled to each level, or our count.
 
 **Inconclusive** only where our side gives no interval of the coverage a verdict needs: an interval
 below :data:`MIN_COVERAGE` (the range of 3 runs covers 75% of their median), one run without a
-replay, fewer runs than the row's ``min_n``, runs that give no estimate yet.
+replay, fewer runs than the row's ``min_n``, runs that give no estimate yet. A weak interval still
+speaks one way: when it, with the paper's 95% uncertainty, already holds the paper's value, a 95%
+interval would too, and the row is consistent (never equivalent or different).
 
 Decisions keep their own words: a **p-value** (``same decision`` when both reject with the same sign
 or neither rejects, ``not reproduced`` when ours rejects and the paper's does not, or with the
@@ -138,7 +141,7 @@ def judge(r: Row, c: Claim | None = None) -> Verdict:
     if r.ours is None:
         if r.no_estimate and r.n > 0:
             return Verdict(Word.INCONCLUSIVE, r.no_estimate)
-        return Verdict(Word.NOT_RUN, r.not_run or "no number of ours")
+        return Verdict(Word.NOT_RUN, qualifier=r.not_run)  # "not run here (what it needs)"
     if r.min_n is not None and r.n < r.min_n:
         why = f", {r.min_n_reason}" if r.min_n_reason else ""
         return Verdict(Word.INCONCLUSIVE, f"n = {r.n} is below the {r.min_n} this estimate needs{why}")
@@ -232,7 +235,7 @@ def paper_side(c: Claim, replay: bool = False) -> Estimate | Count:
     if replay:
         return exact(float(c.value), c.margin if c.margin_from == "precision" else c.rounding)
     if c.count:
-        return Count(*c.count)
+        return Count(*c.count, exact=True)
     value = float(c.value)
     if c.ci:
         return Estimate(value, min(c.ci[0], value), max(c.ci[1], value), 0.95)
@@ -246,7 +249,7 @@ def _our_side(r: Row, c: Claim) -> tuple[Estimate | Count | None, str, bool]:
         k = float(r.ours) * r.n
         if r.n < 1 or abs(k - round(k)) > 1e-6:
             raise ValueError(f"row {r.quantity!r}: a fraction claim ({c.id}) needs a count k/n, got {r.ours} of {r.n}")
-        return Count(int(round(k)), r.n), f"ours {int(round(k))}/{r.n}", False
+        return Count(int(round(k)), r.n, exact=True), f"ours {int(round(k))}/{r.n}", False
     if r.replay:
         return exact(float(r.ours)), f"our replay ({_g(float(r.ours))})", False
     return _our_interval(r)
