@@ -19,6 +19,8 @@ CLAIMS = {"count": "lock.fire_grok", "count, 2/30": "wd.bin_0.01", "mean": "e12.
           "normal (factor)": "wd.lambda_c", "normal": "wd.nu", "one run": "fig6.pr_norm_100",
           "no spread published": "fig2.s_bar_init"}
 REPS = 150
+#: a faithful replicate sits near 95% by construction: enough replicates to tell 95% from 93%
+FAITHFUL_REPS = 400
 
 
 @pytest.mark.parametrize("name", sorted(CLAIMS))
@@ -26,7 +28,7 @@ def test_a_faithful_replicate_reads_consistent_or_equivalent(name):
     claim_id = CLAIMS[name]
     assert "faithful" not in shortfall(claim_id)
     for scenario in ("exact",) if model(claim_id).assumed else ("exact", "drawn"):
-        share = characteristics(claim_id, 1, scenario, REPS)
+        share = characteristics(claim_id, 1, scenario, FAITHFUL_REPS)
         assert share["consistent"] + share["equivalent"] >= TARGETS["faithful"], (scenario, share)
 
 

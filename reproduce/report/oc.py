@@ -230,7 +230,8 @@ def decide_probability(claim_id: str, n: int, *, settled: bool = False, truth: f
     """The simulated probability that ``n`` runs of ours give claim ``claim_id`` a decided verdict
     (not inconclusive; with ``settled``, equivalent or not reproduced: a verdict on the size).
     ``truth``: the true value (default: drawn from the paper's own uncertainty, a faithful
-    replicate); ``sd``: our per-run sd, where our runs have measured it (default: the paper's).
+    replicate; the paper's value where it publishes no spread); ``sd``: our per-run sd, where our
+    runs have measured it (default: the paper's, or Delta's stand-in where it gives none).
     A decision, identity or name is decided by any run: 1.0 from one run on.
 
     >>> decide_probability("lock.fire_grok", 15, reps=100)
@@ -247,7 +248,7 @@ def decide_probability(claim_id: str, n: int, *, settled: bool = False, truth: f
     wanted = {Word.EQUIVALENT, Word.NOT_REPRODUCED, Word.SAME_DIRECTION} if settled else DECIDED
     hits = 0
     for _ in range(reps):
-        t = m.truth("drawn", rng) if truth is None else truth
+        t = m.truth("exact" if m.assumed else "drawn", rng) if truth is None else truth
         hits += judge(m.draw(t, n, rng), m.claim).word in wanted
     return hits / reps
 
