@@ -174,11 +174,14 @@ def fit_critical_weight_decay(weight_decay, grokked, method: str = "paper", smoo
     >>> wd = [0.001] * 10 + [0.01] * 10 + [0.1] * 10 + [1.0] * 10
     >>> g = [0] * 10 + [0] * 7 + [1] * 3 + [1] * 9 + [0] + [1] * 10
     >>> fit = fit_critical_weight_decay(wd, g, n_bootstrap=100)
-    >>> fit.status, round(fit.wd_c, 4), fit.bins[1]["p_grok"], fit.n_bootstrap_ok < 100
-    ('ok', 0.0189, 0.3, True)
+    >>> fit.status, round(fit.wd_c, 4), fit.bins[1]["p_grok"], fit.n_bootstrap_ok
+    ('ok', 0.0189, 0.3, 100)
+    >>> fit_critical_weight_decay(wd, g, n_bootstrap=100, interval="bootstrap").n_bootstrap_ok < 100
+    True
 
-    Refits that do not converge (here resamples such as p = (0, 0.2, 1, 1), whose
-    least-squares optimum is a step) are kept at the edge they imply and counted in ``warnings``.
+    Refits that do not converge (in the author's bootstrap here, resamples such as p = (0, 0.2,
+    1, 1), whose least-squares optimum is a step) are kept at the edge they imply and counted in
+    ``warnings``.
     """
     if method not in ("paper", "glm"):
         raise ValueError(f"method must be 'paper' or 'glm', got {method!r}")
