@@ -7,6 +7,7 @@ Paper values come from the claims table (``reproduce.claims``); nothing here is 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -148,14 +149,20 @@ def _mean_ci(values: list[float]) -> tuple[float | None, list | None]:
     return float(np.mean(x)), mean_interval(x).ci
 
 
+#: rows the paper reports no number for, shown as context: our placebo P, the outcomes other than
+#: peak_ent in each contrast, and control A's min s_bar, grok epoch and grok count at lambda 0.015
+UNREPORTED = re.compile(r"e12\.(\w-P|P-\w)\.|e12\.\w-\w\.(min_sim|grok_ep|final_test)\.|e12\.(A_min_sim|A_grok_ep|grok_A)\.0\.015$")
+
+
 def _scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -> dict:
     """A row against the claim ``claim_id`` of reference/claims.csv, or a context row (no paper
-    value, no verdict) when the table has no such claim."""
+    value, no verdict) for a number the paper does not report (:data:`UNREPORTED`); any other id
+    missing from the table is an error (``KeyError``), never a silent context row."""
     from reproduce.claims import claim_row
 
-    if claim_id in load_claims():
-        return claim_row(claim_id, quantity, ours, profile, n, **fields)
-    return row(PAPER, quantity, None, ours, profile, n, **fields)
+    if UNREPORTED.match(claim_id) and claim_id not in load_claims():
+        return row(PAPER, quantity, None, ours, profile, n, **fields)
+    return claim_row(claim_id, quantity, ours, profile, n, **fields)
 
 
 #: claims pooled over both lambdas whose ids carry no stratum

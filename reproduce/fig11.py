@@ -261,14 +261,16 @@ def kappa_rows(per_seed: dict, kappa: dict, kappa_ci: dict, profile: str, scope:
     return [
         claim_row("fig11.kappa", "kappa, the paper's estimator (checkpoints only, Omega_0 <= 200), median over seeds",
                   _num(kappa["paper"]), profile, n, ours_ci=kappa_ci["paper"], horizon=horizon,
+                  runs=[v["paper"]["kappa"] for v in per_seed.values()],
                   note=join_notes(note, f"checkpoints {lead['paper_epochs']}", f"Omega_0 at the cap in {at_cap}/{n}", *errors)),
         claim_row("fig11.kappa", "kappa, dense fit (every evaluated epoch from 0, Omega_0 free), median over seeds",
                   _num(kappa["dense"]), profile, n, ours_ci=kappa_ci["dense"], horizon=horizon, sensitivity=True,
                   note=join_notes(note, start)),
         claim_row("fig11.omega_start", "weight norm Omega at epoch 100 (the relaxation fit's first checkpoint), median over seeds",
-                  _num(start_100), profile, len(at_100), ours_ci=start_ci, ci_level=start_level, note=note),
+                  _num(start_100), profile, len(at_100), ours_ci=start_ci, ci_level=start_level, runs=at_100, note=note),
         claim_row("fig11.omega_inf", "Omega_inf of the paper's estimator's fit, median over seeds",
                   _num(omega_inf), profile, len(fitted), ours_ci=omega_inf_ci, ci_level=omega_inf_level, horizon=horizon,
+                  runs=fitted,
                   note=join_notes(note, f"checkpoints {lead['paper_epochs']}")),
         claim_row("fig11.kappa_arithmetic", "kappa from the paper's own numbers, "
                   f"ln((200 - {check['omega_inf']:g})/({check['start']:g} - {check['omega_inf']:g})) / (100 eta)",

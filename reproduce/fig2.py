@@ -183,7 +183,7 @@ def main(argv=None) -> Path:
     test = rank_test(grok, sample) if grok else None
     rows.append(claim_row("wd.t_grok_1", "t_grok at lambda = 1 (median; rank test against the published grok epochs)",
                           median if grok else None, args.profile, len(grok), ours_ci=ci, ci_level=level,
-                          horizon=horizon, test_p=None if test is None else test.p,
+                          horizon=horizon, runs=grok, test_p=None if test is None else test.p,
                           test_name=f"Mann-Whitney U ({'exact' if test and test.exact else 'normal approx.'})",
                           note=f"ours {', '.join(f'{t:g}' for t in sorted(grok))}; the paper's published sample "
                                f"{', '.join(f'{t:g}' for t in sorted(sample))}"

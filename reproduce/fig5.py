@@ -204,7 +204,8 @@ def bin_rows(bins: list[dict], wd: np.ndarray, t_grok: np.ndarray, profile: str,
                  f"paper's {sum(t <= SHORT_HORIZON for t in sample)}/{len(sample)} (a horizon below the paper's grok "
                  "epochs puts lambda_c above 0.1)") if w == HORIZON_CHECK_WD else ""
         rows.append(claim_row(claim_id, f"median grok epoch at lambda = {w:g}", _finite(median), profile,
-                              int(at.sum()), ours_ci=ci, ci_level=level, horizon=horizon, invalid=invalid,
+                              int(at.sum()), ours_ci=ci, ci_level=level, runs=t_grok[at].tolist(), horizon=horizon,
+                              invalid=invalid,
                               test_p=None if test is None else test.p,
                               test_name=f"Mann-Whitney U ({'exact' if test and test.exact else 'normal approx.'})",
                               note=f"{int(at.sum())}/{int(np.isclose(wd, w).sum())} grokked, at epochs "

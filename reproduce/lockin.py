@@ -137,14 +137,14 @@ def _merge(out: Path, profile: str, ran: dict[str, tuple[dict, list]]) -> tuple[
         old_rows = json.loads((out / "rows.json").read_text())
         if old.get("profile") == profile:
             summary["targets"].update({k: v for k, v in old.get("targets", {}).items() if k not in ran})
-            rows = [r for r in old_rows if r.get("target") not in ran]
+            rows = [r for r in old_rows if r.get("part") not in ran]
     except (OSError, ValueError):
         pass
     for name, (part, part_rows) in ran.items():
         summary["targets"][name] = part
-        rows += [{**r, "target": name} for r in part_rows]
+        rows += [{**r, "part": name} for r in part_rows]
     order = {name: i for i, name in enumerate(TARGETS)}
-    rows.sort(key=lambda r: order.get(r.get("target"), len(order)))
+    rows.sort(key=lambda r: order.get(r.get("part"), len(order)))
     summary["targets"] = dict(sorted(summary["targets"].items(), key=lambda kv: order.get(kv[0], len(order))))
     return summary, rows
 

@@ -180,7 +180,8 @@ def target_activation(relu_records: list[dict], main_records: list[dict], relu_c
             note += (f"; the published value looks like an x^2 replay (our x^2 seed 0 at epoch {e}: "
                      f"{format_number(entry['x2_seed0'])}, Xu's x^2 seed 0: {format_number(P_SIGN_SEED0.get(e))})")
         n = 1 if entry["paper_seed0"] is not None else 0
-        rows.append(claim_row(f"lock.relu_sign_{e}", quantity, entry["paper_seed0"], profile, n, note=note, horizon=H)
+        rows.append(claim_row(f"lock.relu_sign_{e}", quantity, entry["paper_seed0"], profile, n, note=note, horizon=H,
+                              runs=entry["paper_all"])
                     if scored else row(PAPER, quantity, None, entry["paper_seed0"], profile, n, note=note))
     exact = [v for e in t6_epochs for v in t6[e]["exact_all"]]
     rows.append(row(PAPER, "ReLU: Theorem-6 sign-match, exact mode (min over runs and epochs)", None,

@@ -119,7 +119,7 @@ def target_eta(records: list[dict], long_records: list[dict], configs: dict, lon
         note = (f"{len(hits)}/{n} crossed {RHO_THRESHOLD}: {rho}; rho every "
                 f"{value_set([tian_model(r).get('rho_every') for r in runs])} epoch(s)")
         rows.append(claim_row(f"{tag}.rho", f"eta sweep eta={eta:g}: median rho_tian fire epoch", med, profile, len(hits),
-                              ours_ci=ci, ci_level=level, horizon=H, note=note) if scored("rho") else
+                              ours_ci=ci, ci_level=level, runs=hits, horizon=H, note=note) if scored("rho") else
                     row(PAPER, f"eta sweep eta={eta:g}: median rho_tian fire epoch", None, med, profile, len(hits),
                         ours_ci=ci, ci_level=level, note=note))
         hits = [v for v in test if v is not None]

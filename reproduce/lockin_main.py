@@ -241,7 +241,7 @@ def target_window(records: list[dict], configs: dict, profile: str, out: Path):
         fired = [f for f in fg if f is not None]
         med, ci, level = median_ci(fired)
         rows.append(claim_row(f"lock.window{W}.epoch", f"window sweep W={W}: median grok fire epoch", med, profile,
-                              len(fired), ours_ci=ci, ci_level=level, horizon=h,
+                              len(fired), ours_ci=ci, ci_level=level, runs=fired, horizon=h,
                               note=f"ours {fg} (the paper's fire epochs of seeds 0-2: the claim's source)"))
         for name, values in zip(("grok", "control"), per_run):
             values = [v for v in values if v is not None and np.isfinite(v)]

@@ -205,10 +205,12 @@ def part_fig3(ctx: dict) -> list[dict]:
         "final_test_acc": lead.get("final_test_acc"), "sigma_peak": peak, "sigma_peak_epoch": peak_epoch,
         "grok_epoch": lead.get("grok_epoch"), "retention": lead.get("retention"),
         "anti_grok_epoch": lead.get("anti_grok_epoch"), "underlay_seeds": [r["config"]["seed"] for r in ctx["underlay"]]}
+    same = [lead, *ctx["underlay"]]  # a one-run claim is judged by the prediction interval of these runs
     return [claim_row("fig3.final_test", f"final test accuracy, lead run ({ctx['label']})", lead.get("final_test_acc"),
-                      profile, 1, note=ctx["note_h"], horizon=horizon),
+                      profile, 1, note=ctx["note_h"], horizon=horizon, runs=[r.get("final_test_acc") for r in same]),
             claim_row("fig3.sigma_peak", f"raw sigma_H peak after epoch 100, lead run ({ctx['label']})", peak, profile, 1,
-                      note=f"ours at epoch {peak_epoch} of {horizon:,}, paper at ~10,500 of 20,000", horizon=horizon)]
+                      note=f"ours at epoch {peak_epoch} of {horizon:,}, paper at ~10,500 of 20,000", horizon=horizon,
+                      runs=[_peak(r)[0] for r in same])]
 
 
 def part_e8(ctx: dict) -> list[dict]:
@@ -262,16 +264,22 @@ def part_fig6(ctx: dict, series: list[dict], tables: dict, cap: str) -> list[dic
     horizon = ctx["horizon"]
     at = dict(zip(lead_s["epoch"], lead_s["pr_norm"]))
     table3 = {int(r["epoch"]): r["mean_PR_norm_measured"] for r in lead_table}
+    same = _same_config(series, lead_s, "pr_norm")  # every run at the lead run's lambda: {epoch: value} each
+    tables3 = [{int(r["epoch"]): r["mean_PR_norm_measured"] for r in tables[rec["run_id"]]["table"]}
+               for rec in [lead, *ctx["underlay"]] if rec["run_id"] in tables]
     rows = []
     for epoch, _ in PAPER_FIG6:  # every checkpoint the paper prints; beyond our horizon: not run here (horizon)
         rows.append(claim_row(f"fig6.pr_norm_{epoch}", quantity.format(f"epoch-{epoch:,}"), at.get(epoch), profile, 1,
-                              note=how, horizon=horizon))
+                              note=how, horizon=horizon, runs=[s.get(epoch) for s in same]))
         if f"tab3.pr_norm_{epoch}" in load_claims():
             rows.append(claim_row(f"tab3.pr_norm_{epoch}", f"PR_norm (mean over layers) at epoch {epoch:,}, lead run",
-                                  table3.get(epoch), profile, 1, note=how, horizon=horizon))
-    p24 = [v for e, v in at.items() if PAPER_FIG6_P2_P4[0][0] <= e <= PAPER_FIG6_P2_P4[0][1]]
+                                  table3.get(epoch), profile, 1, note=how, horizon=horizon,
+                                  runs=[t.get(epoch) for t in tables3]))
+    band = lambda values: [v for e, v in values.items() if PAPER_FIG6_P2_P4[0][0] <= e <= PAPER_FIG6_P2_P4[0][1]]
+    p24 = band(at)
     for claim_id, pick in (("fig6.pr_norm_p2_p4_min", min), ("fig6.pr_norm_p2_p4_max", max)):
-        rows.append(claim_row(claim_id, claim(claim_id).claim, pick(p24) if p24 else None, profile, 1, horizon=horizon))
+        rows.append(claim_row(claim_id, claim(claim_id).claim, pick(p24) if p24 else None, profile, 1, horizon=horizon,
+                              runs=[pick(band(s)) for s in same if band(s)]))
     return rows + [
             row(PAPER + " Fig. 6", f"PR_norm at the last checkpoint, median over seeds at lambda {lead['config']['wd']}",
                 None, value, profile, len(final), ours_ci=ci, ci_level=level, note=f"epoch {last}"),
@@ -285,6 +293,13 @@ def _residual(x: float) -> str:
     return "< 1e-12" if x < 1e-12 else f"{x:.2g}"
 
 
+def _same_config(series: list[dict], lead_s: dict, key: str) -> list[dict]:
+    """``{epoch: value}`` of ``key`` for every run at the lead run's lambda, the lead first: a value
+    the paper reports from one run is judged by the prediction interval of these runs."""
+    same = sorted((s for s in series if s["wd"] == lead_s["wd"]), key=lambda s: not s["lead"])
+    return [dict(zip(s["epoch"], s[key])) for s in same]
+
+
 def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
     lead_s, profile = ctx["lead_series"], ctx["profile"]
     fig = figure_esd_alpha(series, PAPER_FIG7, PAPER_FIG7_PLATEAU, FIG67_BANDS, cap + smoke_scope(profile, "fig7"))
@@ -294,12 +309,14 @@ def part_fig7(ctx: dict, series: list[dict], cap: str) -> list[dict]:
                               "alpha_range_all_runs": [float(np.nanmin(alphas)), float(np.nanmax(alphas))]}
     quantity = "ESD alpha (median over weight matrices) at the {} checkpoint, lead run (" + ctx["label"] + ")"
     at = dict(zip(lead_s["epoch"], lead_s["esd_alpha"]))
+    same = _same_config(series, lead_s, "esd_alpha")
     rows = [claim_row(f"fig7.alpha_{epoch}", quantity.format(f"epoch-{epoch:,}"), at.get(epoch), profile, 1,
-                      horizon=ctx["horizon"]) for epoch, _ in PAPER_FIG7]
-    plateau = [v for e, v in at.items() if PAPER_FIG7_PLATEAU[0][0] <= e <= PAPER_FIG7_PLATEAU[0][1]]
+                      horizon=ctx["horizon"], runs=[s.get(epoch) for s in same]) for epoch, _ in PAPER_FIG7]
+    band = lambda values: [v for e, v in values.items() if PAPER_FIG7_PLATEAU[0][0] <= e <= PAPER_FIG7_PLATEAU[0][1]]
+    plateau = band(at)
     for claim_id, pick in (("fig7.alpha_plateau_lo", min), ("fig7.alpha_plateau_hi", max)):
         rows.append(claim_row(claim_id, claim(claim_id).claim, pick(plateau) if plateau else None, profile, 1,
-                              horizon=ctx["horizon"]))
+                              horizon=ctx["horizon"], runs=[pick(band(s)) for s in same if band(s)]))
     return rows
 
 

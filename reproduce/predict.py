@@ -94,8 +94,8 @@ def report_rows(studies: dict, profile: str, epoch: int, underpowered: str, hori
             if is_undefined(d):
                 note = f"{d}; {note}"
             rows.append(row(NOTE_SOURCE, f"AUC gain of the diagnostics over the baselines ({target}, "
-                            f"{model.replace('_', ' ')}); 0 = 'no added value'", 0.0, _num(d), profile, study.get("n"),
-                            None, _ci(diff.get("ci")), note=f"{note}; {underpowered}".strip("; ")))
+                            f"{model.replace('_', ' ')}); 0 = 'no added value'", None, _num(d), profile, study.get("n"),
+                            None, _ci(diff.get("ci")), note=f"{note}; {underpowered}".strip("; "), null=0.0))
     return rows
 
 

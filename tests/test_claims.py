@@ -1,15 +1,20 @@
 """The claims table (reference/claims.csv): every paper value has a source and agrees with it, every
-comparable claim carries a margin with its reason, and a wrong value in the table is caught."""
+compared claim has a family and a substantive Delta, a bad value is one clear error line, and a row
+never carries a paper value of its own."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import shutil
 
 import pytest
 
-from reproduce.claims import CLAIMS, KINDS, check_sources, claim, claim_row, load_claims
+from grok_lightning.stats.intervals import wilson
+from reproduce.report.claims import CLAIMS, COMPARED, KINDS, ClaimsError, claim, load_claims
+from reproduce.report.rows import Row, claim_row, row
+from reproduce.report.sources import check_sources
 
 
 def test_every_claim_agrees_with_the_source_it_cites():
@@ -25,8 +30,9 @@ def test_both_papers_are_in_the_table():
 def test_a_claim_says_how_it_is_scored(claim_id):
     c = claim(claim_id)
     assert c.kind in KINDS and c.source.strip() and c.statistic.strip() and c.target.strip()
-    if c.kind not in ("named", "excludes"):
-        assert c.margin is not None and c.margin >= 0 and c.margin_why.strip(), "a margin and its reason"
+    if c.kind in COMPARED:
+        assert c.margin is not None and c.margin >= 0 and c.margin_why.strip() and c.margin_from, "a margin and its reason"
+        assert c.family and c.delta and c.delta_why, "a family, its Delta and why"
     if c.target == "-":
         assert c.needs not in ("", "-"), "a claim nothing here scores says what it would need"
     if "read off" in c.source:
@@ -34,18 +40,44 @@ def test_a_claim_says_how_it_is_scored(claim_id):
     assert c.reading in ("-", "released", "max_layer", "pooled", "sum_layers")
 
 
-def _edited(tmp_path, claim_id: str, column: str, value: str):
+def test_one_delta_per_family_and_never_the_papers_half_width():
+    by_family = {}
+    for c in load_claims().values():
+        if c.family:
+            by_family.setdefault(c.family, set()).add((c.delta, c.factor, c.delta_why))
+            if c.margin_from == "sampling" and not c.factor:  # Delta says what matters, not how precise the paper is
+                assert not math.isclose(c.delta, c.margin, rel_tol=1e-3), c.id
+    assert all(len(v) == 1 for v in by_family.values())
+    assert claim("wd.lambda_c").tolerance == "x1.5" and claim("lock.fire_grok").tolerance == "0.2"
+
+
+@pytest.mark.parametrize("claim_id", [c.id for c in load_claims().values() if "Wilson 95% interval of" in c.margin_why
+                                      and c.count])
+def test_a_wilson_margin_is_rounded_outward(claim_id):
+    c = claim(claim_id)
+    interval = wilson(*c.count)
+    larger = max(c.value - (0.0 if c.count[0] == 0 else interval.lo), (1.0 if c.count[0] == c.count[1] else interval.hi)
+                 - c.value)
+    assert c.margin >= larger - 1e-12, (c.margin, larger)
+
+
+def _edited(tmp_path, claim_id: str, column: str, value: str | None, truncate: bool = False):
     path = tmp_path / "claims.csv"
     shutil.copy(CLAIMS, path)
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
-    for row in rows:
-        if row["id"] == claim_id:
-            row[column] = value
+    for r in rows:
+        if r["id"] == claim_id:
+            r[column] = value
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
+    if truncate:  # cut the claim's line after its first five fields
+        lines = path.read_text().splitlines()
+        i = next(i for i, line in enumerate(lines) if line.startswith(claim_id + ","))
+        lines[i] = ",".join(lines[i].split(",")[:5])
+        path.write_text("\n".join(lines) + "\n")
     return load_claims(path)
 
 
@@ -63,12 +95,41 @@ def test_a_wrong_paper_value_is_caught(tmp_path, claim_id, column, wrong):
     assert problems and all(p.startswith(claim_id) for p in problems)
 
 
-def test_a_row_takes_its_paper_value_from_the_table():
+@pytest.mark.parametrize("column, wrong", [
+    ("margin", "-0.1"), ("margin", "inf"), ("margin", "nan"), ("margin", "wide"), ("value", "abc"), ("n", "3.5"),
+    ("delta", "x0.9"), ("delta", "-1"), ("delta", "inf"), ("delta", ""), ("kind", "guess"), ("margin_from", "vibes"),
+    ("ci", "[0.02, 0.01]"),
+])
+def test_a_bad_value_is_one_line_naming_file_claim_and_field(tmp_path, column, wrong):
+    with pytest.raises(ClaimsError) as err:
+        _edited(tmp_path, "wd.lambda_c", column, wrong)
+    message = str(err.value)
+    assert "\n" not in message and "claims.csv" in message and "'wd.lambda_c'" in message and repr(column) in message
+
+
+def test_a_bad_count_or_a_truncated_row_is_one_line(tmp_path):
+    for value in ("2/0", "3/2"):
+        with pytest.raises(ClaimsError, match=r"claims.csv: claim 'wd.bin_0.01', field 'value'"):
+            _edited(tmp_path, "wd.bin_0.01", "value", value)
+    with pytest.raises(ClaimsError, match=r"claim 'wd.bin_0.01', field 'n'"):
+        _edited(tmp_path, "wd.bin_0.01", "n", "31")  # the count says 30
+    with pytest.raises(ClaimsError, match=r"claim 'wd.bin_0.01' \(line \d+\): \d fields where the header has 21"):
+        _edited(tmp_path, "wd.bin_0.01", "n", "30", truncate=True)
+    with pytest.raises(ClaimsError, match=r"claim 'wd.bin_0.02', field 'delta'.*family 'grok fraction'"):
+        _edited(tmp_path, "wd.bin_0.02", "delta", "0.3")
+
+
+def test_a_row_carries_no_paper_value_and_names_a_real_claim():
     r = claim_row("wd.lambda_c", "lambda_c", 0.02, "medium", 20, ours_ci=[0.014, 0.055])
-    c = claim("wd.lambda_c")
-    assert (r["paper_value"], r["paper_ci"], r["margin"], r["claim"]) == (c.value, list(c.ci), c.margin, "wd.lambda_c")
+    assert r["claim"] == "wd.lambda_c" and not {"paper_value", "paper_ci", "margin", "kind"} & set(r)
     with pytest.raises(KeyError, match="claims.csv"):
-        claim("no.such.claim")
+        claim_row("wd.lamda_c", "a typo", 0.02, "medium", 20)
+    with pytest.raises(KeyError, match="claims.csv"):
+        Row("q", 0.5, "medium", 3, claim="no.such.claim")
+    with pytest.raises(ValueError, match="comes from reference/claims.csv"):
+        row("2605.20441 Fig. 5", "a context row with a typed paper value", 0.0158, 0.02, "medium", 20)
+    with pytest.raises(ValueError, match="unknown field"):
+        Row.from_dict({**r, "paper_value": 0.0158})
 
 
 def _shipped_rows():
@@ -79,31 +140,10 @@ def _shipped_rows():
             yield path.parent.name, r
 
 
-def test_every_paper_value_of_the_shipped_report_is_a_claims_value():
-    """A report row shows a paper value only through its claim: no value without a source, none
-    that differs from the table (whose values test_every_claim_agrees_with_the_source_it_cites
-    checks against the files they cite)."""
-    unsourced, differing = [], []
+def test_every_shipped_row_is_a_typed_row_of_a_real_claim_or_context():
     for target, r in _shipped_rows():
-        if r["paper_value"] is None:
-            continue
-        if not r.get("claim"):
-            unsourced.append(f"{target}: {r['quantity']}")
-            continue
-        c = claim(r["claim"])
-        expected = c.text if c.kind == "named" else c.value
-        if r["paper_value"] != expected or (r.get("paper_ci") or None) != (list(c.ci) if c.ci else None):
-            differing.append(f"{target}: {r['quantity']}: {r['paper_value']} vs {expected}")
-    assert unsourced == [] and differing == []
-
-
-def test_no_match_has_an_interval_wider_than_its_margin():
-    from reproduce.verdict import verdict
-
-    for target, r in _shipped_rows():
-        if verdict(r).startswith("matches the paper in number") and r.get("ours_ci"):
-            lo, hi = r["ours_ci"]
-            assert r["paper_value"] - r["margin"] <= lo and hi <= r["paper_value"] + r["margin"], (target, r["quantity"])
+        typed = Row.from_dict(r)  # unknown fields and bad values raise
+        assert not typed.claim or typed.claim in load_claims(), (target, typed.quantity)
 
 
 def test_the_claim_counts_written_in_the_docs_are_the_tables():
@@ -115,46 +155,3 @@ def test_the_claim_counts_written_in_the_docs_are_the_tables():
     written = f"{counts['2605.20441']} of 2605.20441, {counts['2605.08119']} of 2605.08119"
     assert written in (REPO / "README.md").read_text()
     assert written in " ".join((REPO / "docs" / "decisions.md").read_text().split())
-
-
-@pytest.mark.parametrize("ci, level, test_p, expected", [
-    ([130, 140], 0.75, None, "inconclusive: too few runs"),  # inside the margin, but a 75% interval
-    ([150, 160], 0.75, None, "inconclusive: too few runs"),  # outside it, same
-    ([130, 140], 0.9375, None, "matches the paper in number"),  # 5 runs' range
-    ([150, 160], 0.9375, None, "not reproduced"),
-    ([150, 160], 0.75, 0.01, "not reproduced"),  # a test against the paper's sample decides at its own level
-])
-def test_an_interval_under_90_percent_coverage_decides_nothing(ci, level, test_p, expected):
-    from reproduce.report import row
-    from reproduce.verdict import verdict, verdict_class
-
-    r = {**row("p", "q", 130, sum(ci) / 2, "medium", 3, ours_ci=ci, ci_level=level, test_p=test_p, test_name="Mann-Whitney"),
-         "claim": "x", "kind": "estimate", "margin": 10, "paper_n": 8}
-    assert verdict_class(verdict(r)) == expected
-
-
-@pytest.mark.parametrize("ours, margin_from, replay, expected", [
-    (0.26, "precision", "", "inconclusive: too few runs"),  # a gap of 0.22, but seeds may differ that much
-    (0.48, "precision", "", "inconclusive: too few runs"),  # agreement at one run proves nothing either
-    (0.26, "precision", "the paper's own run repeated", "not reproduced"),
-    (0.481, "precision", "the paper's own run repeated", "matches the paper in number"),
-    (0.26, "seed spread", "", "not reproduced"),  # outside the paper's run-to-run spread
-    (0.47, "seed spread", "", "matches the paper in number"),
-])
-def test_one_run_against_one_run_decides_only_with_a_spread_or_a_replay(ours, margin_from, replay, expected):
-    from reproduce.report import row
-    from reproduce.verdict import verdict, verdict_class
-
-    r = {**row("p", "q", 0.48, ours, "medium", 1, replay=replay), "claim": "x", "kind": "estimate",
-         "margin": 0.005 if margin_from == "precision" else 0.02, "margin_from": margin_from, "paper_n": 1}
-    assert verdict_class(verdict(r)) == expected
-
-
-def test_a_one_run_claim_says_what_its_margin_measures(tmp_path):
-    assert claim("fig6.pr_norm_100").margin_from == "precision"
-    assert claim("lock.relu_sign_100").margin_from == "seed spread"
-    assert claim("wd.lambda_c").margin_from == ""
-    with pytest.raises(ValueError, match="fig6.pr_norm_100.*margin_from"):
-        _edited(tmp_path, "fig6.pr_norm_100", "margin_from", "")
-    with pytest.raises(ValueError, match="wd.lambda_c.*margin_from"):
-        _edited(tmp_path, "wd.lambda_c", "margin_from", "precision")

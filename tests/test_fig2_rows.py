@@ -11,6 +11,7 @@ import pytest
 from test_regimes import make_record
 
 from reproduce import fig2
+from reproduce.report.rows import paper_value
 from reproduce.verdict import verdict
 
 
@@ -35,14 +36,14 @@ def test_rows_report_the_phase1_rise_from_the_memorisation_minimum(tmp_path, mon
     assert "(epoch 0) the median curve is 0.950" in by_claim["fig2.s_bar_init"]["note"]
     assert by_claim["fig2.s_bar_peak"]["ours"] == pytest.approx(0.995)  # the median curve's peak in (100, 500]
     assert by_claim["fig2.phase1_rise"]["ours"] == pytest.approx(0.055)  # one definition: peak minus epoch 1
-    assert by_claim["fig2.phase1_rise"]["paper_value"] == pytest.approx(0.065)
+    assert paper_value(by_claim["fig2.phase1_rise"]) == pytest.approx(0.065)
     assert by_claim["fig2.s_bar_dip"]["ours"] is None  # 400-epoch runs do not reach Phase 2
     assert verdict(by_claim["fig2.s_bar_dip"]).startswith("not run here (horizon)")
     assert by_claim["wd.t_grok_1"]["ours"] == 150 and by_claim["wd.t_grok_1"]["test_p"] < 0.05
     context = {r["quantity"]: r for r in rows if not r.get("claim")}
     assert context["s_bar minimum while memorised (median over runs)"]["ours"] == pytest.approx(0.93)  # not the dip
     assert context["s_bar minimum before t_grok, early transient included (median over runs)"]["ours"] == pytest.approx(0.81)
-    assert all(r["paper_value"] is None for r in context.values())
+    assert all(paper_value(r) is None for r in context.values())
     per_seed = json.loads((tmp_path / "fig2" / "summary.json").read_text())["per_seed"]
     assert per_seed["7"]["memorised_epoch"] == 20
 

@@ -11,6 +11,7 @@ import pytest
 from grok_lightning.sweep.grid import load_sweep
 from reproduce import fig4, fig8
 from reproduce.report import verdict
+from reproduce.report.rows import paper_value
 from tests.test_regimes import make_record
 
 
@@ -256,7 +257,7 @@ def test_fig4_null_test_with_too_few_runs_to_reject_is_an_invalid_test(tmp_path)
 @pytest.mark.parametrize("real_level, expected", [
     (0.06, "same decision: both p below 0.05"),  # real above null, as the paper
     (0.01, "not reproduced: p"),  # real below null: significant, but with the opposite sign
-    (0.03, "inconclusive: too few runs: our p"),  # real = null: no rejection, which is no evidence of no effect
+    (0.03, "inconclusive: our p"),  # real = null: no rejection, which is no evidence of no effect
 ])
 def test_fig4_null_test_p_is_judged_by_its_decision_and_sign(tmp_path, real_level, expected):
     """A p's size follows the number of runs (ours 3 + 5, the paper's 12 + 15), so the p row compares
@@ -300,7 +301,7 @@ def test_fig10_analyse_fits_each_architecture(tmp_path):
     assert by_arch["mamba"]["fit"].startswith("Laplace") and 0.1 < by_arch["mamba"]["wd_c"] < 1.0
     assert by_arch["mlp"]["wd_c_ci"] is not None and by_arch["mlp"]["n"] == 12
     rows = json.loads((tmp_path / "rows.json").read_text())
-    assert {r["paper_value"] for r in rows} == {0.0511, None}  # mamba expand 2 has no paper value
+    assert {paper_value(r) for r in rows} == {0.0511, None}  # mamba expand 2 has no paper value
     assert (tmp_path / "fig10_architectures.png").exists()
 
 
@@ -324,19 +325,18 @@ def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cos
     assert "(per lambda: 0.03 0/3, 0.05 1/3, 0.07 3/3, 0.1 0/3)" in rows["fig10.mlp_4L_h512_mod_add"]["note"]
     # the paper's E10 cells: counts by Fisher's exact test, the grok epoch by its t interval
     assert rows["e10.mlp_grok.0.05"]["note"].startswith("ours 1/3, paper 3/10; Fisher exact p = 1")
-    assert verdict(rows["e10.mlp_grok.0.03"]).startswith("inconclusive")  # 0/3 against 0/10: too few runs
+    assert verdict(rows["e10.mlp_grok.0.03"]).startswith("consistent with the paper")  # 0/3 against 0/10
     assert verdict(rows["e10.mlp_grok_ep.0.07"]).startswith("not reproduced")  # 4,000 against 6,990 +- 790
     inside = [r for r in records if r["config"]["wd"] <= 0.07]
     assert summary["entries"][0]["wd_c"] == fig10.fit_group(inside, "mlp")[0].wd_c
     for cid in ("fig10.lstm_4L_h512_mod_add", "fig10.mamba_4L_d128_mod_add", "fig10.mamba_e2", "fig10.mamba_mul"):
         assert rows[cid]["ours"] is None and verdict(rows[cid]).startswith("not run here (")
     assert [e["status"] for e in summary["entries"]][1:] == ["not run here", "not run here"]
-    from reproduce.claims import claim
     grokked_only = [r for r in records if r["config"]["wd"] == 0.07]
     fig10.analyse(grokked_only + [r for r in records if r["config"]["wd"] == 0.05][:1], "medium", tmp_path / "one_side")
     one_side = {r["claim"]: r for r in json.loads((tmp_path / "one_side" / "rows.json").read_text())}
-    assert verdict({**one_side["fig10.mlp_4L_h512_mod_add"], "margin": claim("fig10.mlp_4L_h512_mod_add").margin}) == (
-        "inconclusive: too few runs: every fitted run grokked (4/4 at lambda 0.05-0.07): no edge to fit")
+    assert verdict(one_side["fig10.mlp_4L_h512_mod_add"]) == (
+        "inconclusive: every fitted run grokked (4/4 at lambda 0.05-0.07): no edge to fit")
     empty = fig10.analyse([], "medium", tmp_path / "empty", missing=["cross_arch.yaml (medium): 12 of 12 runs missing"])
     assert empty["horizon"] is None and len(empty["entries"]) == 2  # the LSTM and Mamba lines; no MLP yet
     assert (tmp_path / "empty" / "fig10_architectures.png").exists()
@@ -366,16 +366,16 @@ def test_e12_rows_score_a_against_the_claims_and_name_missing_groups(tmp_path):
     fig8.analyse(groups, peaks, "medium", tmp_path, n_bootstrap=200, planned=planned)
     rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
     peak = rows["E12 control A: peak sigma_H summed over layers (the cohort's reading) at lambda 0.05"]
-    assert peak["claim"] == "e12.A_peak.0.05" and peak["paper_value"] == 0.2798 and peak["n"] == 4
+    assert peak["claim"] == "e12.A_peak.0.05" and paper_value(peak) == 0.2798 and peak["n"] == 4
     assert "4 of 8 planned control runs finished" in peak["note"] and "E before A's grokking in 0 of 4" in peak["note"]
     before = rows["sensitivity (maximum before A's grok epoch): E12 control A: peak sigma_H summed over layers "
                   "(the cohort's reading) at lambda 0.05"]
     assert before["claim"] == "e12.A_peak.0.05" and before["sensitivity"] and before["n"] == 4
     assert rows["E12 control A: grokked at lambda 0.05"]["claim"] == "e12.grok_A.0.05"
     ba = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
-    assert ba["paper_value"] == -1.19 and verdict(ba) == "not run here" and "group B has 0 of 8 runs" in ba["note"]
+    assert paper_value(ba) == -1.19 and verdict(ba) == "not run here" and "group B has 0 of 8 runs" in ba["note"]
     pa = rows["E12 P-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
-    assert pa["paper_value"] is None and pa["ours"] is not None and verdict(pa) == "-"
+    assert paper_value(pa) is None and pa["ours"] is not None and verdict(pa) == "-"
     assert (tmp_path / "fig8_forest.png").exists()
 
 
@@ -466,8 +466,8 @@ def test_e12_d_rows_are_scored_only_from_min_pairs(tmp_path, n_pairs, scored):
     fig8.analyse(groups, peaks, "medium", tmp_path, n_bootstrap=200, planned=planned)
     rows = {r["quantity"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
     d = rows["E12 B-A: Cohen's d of peak_ent on (E, end of run] at lambda 0.05"]
-    assert d["n"] == n_pairs and d["ours_ci"] is not None and d["ours_ci"][0] > d["paper_value"]
+    assert d["n"] == n_pairs and d["ours_ci"] is not None and d["ours_ci"][0] > paper_value(d)
     assert (n_pairs >= MIN_PAIRS_COHEN_D) == scored
-    expected = "not reproduced" if scored else "inconclusive: too few runs"
+    expected = "not reproduced" if scored else "inconclusive"
     assert verdict_class(verdict(d)) == expected
     assert f"below the {MIN_PAIRS_COHEN_D}" in verdict(d) or scored

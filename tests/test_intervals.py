@@ -7,7 +7,16 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from grok_lightning.stats.equivalence import equivalence, runs_to_decide, runs_to_decide_fraction
+from grok_lightning.stats.equivalence import (
+    Count,
+    Estimate,
+    difference,
+    exact,
+    inside,
+    mean_of_runs,
+    one_run,
+    shift_interval,
+)
 from grok_lightning.stats.intervals import bootstrap_runs, clopper_pearson, median_interval, wilson
 from grok_lightning.stats.samples import fisher_counts, rank_test, stratified_exact_test
 
@@ -47,14 +56,48 @@ def test_the_rank_test_is_exact_with_ties_and_finds_a_shift():
     assert shifted.exact and shifted.p == pytest.approx(2 / 126)  # the most extreme of C(9, 4) splits, both tails
 
 
-def test_equivalence_outcomes_and_the_runs_that_decide():
-    assert [equivalence(ci, 1.0, 0.1) for ci in ([0.95, 1.05], [1.2, 1.3], [0.8, 1.05])] == \
-        ["equivalent", "different", "undecided"]
-    n = runs_to_decide(4, [0.8, 1.05], 0.95, 1.0, 0.1)
-    half = 0.15 * np.sqrt(4 / n)  # the wider side shrunk to n runs fits inside the margin
-    assert 0.95 - half >= 0.9 - 1e-12 and n > 4  # float64 round-off
-    k = runs_to_decide_fraction(0.5, 10, 10, 0.2)
-    assert fisher_counts(round(0.5 * k), k, 10, 10) < 0.05 or wilson(round(0.5 * k), k).lo >= 0.8
+def test_the_rank_test_matches_scipys_permutation_test():
+    rng = np.random.default_rng(3)
+    stat = lambda a, b: sps.mannwhitneyu(a, b, alternative="two-sided").statistic
+    for _ in range(5):
+        x, y = rng.integers(0, 6, 4) * 10.0, rng.integers(0, 6, 6) * 10.0  # grid values: ties
+        slow = sps.permutation_test((x, y), stat, permutation_type="independent", n_resamples=np.inf).pvalue
+        assert rank_test(x, y).p == pytest.approx(slow, rel=1e-9)
+
+
+def test_the_difference_of_two_counts_is_newcombes_interval():
+    # Newcombe (1998) method 10 for 56/70 against 48/80: [0.0524, 0.3339] at 95%
+    d, lo, hi = difference(Count(56, 70), Count(48, 80), 0.95)
+    assert d == pytest.approx(0.2) and (lo, hi) == pytest.approx((0.0524, 0.3339), abs=1e-4)
+
+
+def test_the_difference_of_two_normal_intervals_adds_their_variances():
+    a, b = Estimate(1.0, 0.0, 2.0, 0.95), Estimate(0.5, 0.2, 0.8, 0.95)
+    d, lo, hi = difference(a, b, 0.95)
+    assert (d, hi - d) == pytest.approx((0.5, np.hypot(1.0, 0.3)))
+    _, lo90, hi90 = difference(a, b, 0.90)
+    assert hi90 - d == pytest.approx((hi - d) * sps.norm.ppf(0.95) / sps.norm.ppf(0.975))
+    assert inside((lo90, hi90), 2.0) and not inside((lo90, hi90), 1.0)
+    d, lo, hi = difference(exact(3.0), exact(2.0, 0.5), 0.9, log=True)  # a factor: log(3 / 2) -+ the bound
+    assert d == pytest.approx(np.log(1.5)) and lo == pytest.approx(np.log(3 / 2.5)) and hi == pytest.approx(np.log(2))
+
+
+def test_a_mean_of_runs_against_one_run_is_the_prediction_interval():
+    runs = [1.0, 1.4, 2.0, 2.3, 2.9]
+    d, lo, hi = difference(mean_of_runs(runs), one_run(1.8, runs), 0.95)
+    half = sps.t.ppf(0.975, 4) * np.std(runs, ddof=1) * np.sqrt(1 + 1 / 5)
+    assert (lo, hi) == pytest.approx((d - half, d + half))
+
+
+def test_the_shift_interval_covers_as_often_as_it_says():
+    rng = np.random.default_rng(5)
+    hits, coverage = [], None
+    for _ in range(2000):
+        x, y = rng.normal(1.0, 1.0, 6), rng.normal(0.0, 1.0, 5)
+        _, lo, hi, coverage = shift_interval(x, y, 0.90)
+        hits.append(lo <= 1.0 <= hi)
+    assert coverage >= 0.90 and np.mean(hits) == pytest.approx(coverage, abs=0.02)
+    assert shift_interval([1, 2], [3, 4], 0.90) is None  # 2 against 2: no 90% interval exists
 
 
 def test_the_exact_bootstrap_of_three_runs_enumerates_every_resample():

@@ -10,6 +10,8 @@ import pytest
 
 from grok_lightning.stats.lockin import lockin_key
 from reproduce import lockin, lockin_activation, lockin_eta, lockin_main
+from reproduce.report.claims import claim
+from reproduce.report.rows import paper_value
 
 
 def _record(eta: float, seed: int, activation: str = "x2", horizon: int = 400) -> dict:
@@ -51,8 +53,9 @@ def test_the_four_targets_build_rows_figures_and_notes(tmp_path):
         "eta": lockin_eta.target_eta(eta_runs, [_record(1e-5, 0, horizon=2000)], {}, {}, "smoke", tmp_path),
     }
     for name, (summary, rows, figures) in parts.items():
-        assert rows and all(row["paper"].startswith(lockin.PAPER) for row in rows), name
-        assert all(row.get("claim") for row in rows if row["paper_value"] is not None), name
+        assert rows and all(row["source"].startswith(lockin.PAPER) if not row["claim"] else
+                            claim(row["claim"]).paper == "2605.08119" for row in rows), name
+        assert all(row.get("claim") for row in rows if paper_value(row) is not None), name
         assert figures and all(path.stat().st_size > 10_000 for path in figures), name
     assert parts["main"][0]["fire_epochs_grok"] == [170, 171, 172, 173]
     assert parts["eta"][0]["extension"]["lockin"] == 170  # the 2,000-epoch extension is read when given

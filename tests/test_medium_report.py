@@ -100,7 +100,7 @@ def test_lockin_reports_the_parts_that_have_records(tmp_path):
     store = tmp_path / "lockin" / "lockin_main"
     shutil.copytree(MEDIUM / "lockin" / "lockin_main", store)
     report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train", "--targets", "lockin"])
-    targets = {r["target"] for r in json.loads((tmp_path / "lockin" / "rows.json").read_text())}
+    targets = {r["part"] for r in json.loads((tmp_path / "lockin" / "rows.json").read_text())}
     assert targets == {"main", "window"}
     text = report.read_text()
     assert "| lockin | partial: " in text and "lockin_relu.yaml (medium): 30 of 30 runs missing" in text
@@ -150,16 +150,17 @@ def test_the_readmes_per_paper_counts_are_the_reports():
     from collections import Counter
 
     from reproduce import all as reproduce_all
-    from reproduce.report import claim_verdicts, read_rows, verdict_class
+    from reproduce.report import claim_verdicts, read_rows
 
-    words = {"match": "matches the paper in number", "same decision": "same decision",
-             "same direction": "same direction, different size", "not reproduced": "not reproduced",
-             "inconclusive": "inconclusive: too few runs", "identit": "identity holds", "invalid": "invalid test",
+    words = {"equivalent": "equivalent within Delta", "consistent": "consistent with the paper",
+             "same decision": "same decision", "same direction": "same direction, different size",
+             "not reproduced": "not reproduced", "inconclusive": "inconclusive", "identit": "identity holds",
+             "invalid": "invalid test",
              "not run": "not run here"}
     entries = claim_verdicts(read_rows(MEDIUM), reproduce_all.medium_left_out())
     readme = " ".join((REPO / "README.md").read_text().split())
     for paper in ("2605.20441", "2605.08119"):
-        ours = Counter(verdict_class(e["verdict"]) for e in entries if e["claim"].paper == paper)
+        ours = Counter(e.verdict.word.value for e in entries if e.claim.paper == paper)
         prose = re.search(rf"\({paper}; (\d+) claims\): ([^*]*)\*\*", readme)
         assert prose and int(prose[1]) == sum(ours.values()), paper
         stated = {}

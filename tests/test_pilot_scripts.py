@@ -8,6 +8,7 @@ import numpy as np
 
 from grok_lightning.records import new_record
 from reproduce.pilots import e12_pilot
+from reproduce.report.rows import paper_value
 
 MODEL = {"arch": "transformer", "d_model": 128, "n_layers": 4, "n_heads": 8, "d_ff": 512}
 
@@ -68,7 +69,7 @@ def test_fig2_report_rows_name_the_best_lasting_choice_and_how_many_were_tried(t
     assert "best of 2 lasting training choices tested (eps1e-6 bf16)" in rows[0]["quantity"]
     assert "the default scores 0.054" in rows[0]["note"]
     # the distances to a read-off curve are context, not claims of the paper: no paper value, no verdict
-    assert all(verdict(r) == "-" and r["paper_value"] is None for r in rows)
+    assert all(verdict(r) == "-" and paper_value(r) is None for r in rows)
     assert fig2.search_rows("smoke", path) == [] and fig2.search_rows("medium", tmp_path / "none.json") == []
 
 

@@ -24,6 +24,7 @@ from grok_lightning.stats.predict import (  # noqa: E402
     retention_label,
     table_records,
 )
+from reproduce.report.rows import paper_value  # noqa: E402
 
 EPOCHS = list(range(0, 101, 10))
 
@@ -169,8 +170,8 @@ def test_reproduce_predict_writes_its_outputs(tmp_path):
     rows = json.loads((tmp_path / "rows.json").read_text())
     from reproduce.claims import claim
 
-    assert [r["paper_value"] for r in rows[:2]] == [claim("e11.rf_auc").value, claim("e11.logistic_auc").value]
-    assert all(r["paper_value"] == 0.0 for r in rows[2:]) and len(rows) == 6
+    assert [paper_value(r) for r in rows[:2]] == [claim("e11.rf_auc").value, claim("e11.logistic_auc").value]
+    assert all(paper_value(r) is None and r["null"] == 0.0 for r in rows[2:]) and len(rows) == 6
     assert rows[0]["horizon"] == 300  # 300-epoch runs against the claim's horizon: the verdict says so
 
 
@@ -249,13 +250,13 @@ def test_medium_with_the_e12_runs_holds_out_lambda_005_and_is_inconclusive(tmp_p
     assert summary["split"]["held_out"] == [0.05] and summary["split"]["interior"]
     assert (held["test_pos"], held["test_neg"]) == (5, 3) and held["too_few"]
     rows = json.loads((out / "rows.json").read_text())
-    assert rows[0]["paper_value"] == claim("e11.rf_auc").value and rows[0]["n"] == 8
+    assert paper_value(rows[0]) == claim("e11.rf_auc").value and rows[0]["n"] == 8
     assert held["results"]["random_forest"]["auc"] == rows[0]["ours"]
     for r in rows:  # labels at 3,000-4,000 epochs: before the claim's horizon
         assert r["horizon"] == 3000 and verdict(r).startswith("not run here (horizon)")
         # 3 runs of the rarer label: no interval, so never a match even at the claim's horizon
         assert r["ours_ci"] is None and "not used" in r["note"]
-        assert verdict_class(verdict({**r, "horizon": None})) == "inconclusive: too few runs"
+        assert verdict_class(verdict({**r, "horizon": None})) == "inconclusive"
 
 
 def test_holdout_auc_interval_and_an_empty_pool(tmp_path):

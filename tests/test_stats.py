@@ -67,10 +67,11 @@ def canonical():
 @pytest.fixture(scope="module")
 def paper_fit(canonical):
     wd, g = _expand_bins(canonical["wd_c_fit"]["bins"])
-    return fit_critical_weight_decay(wd, g, method="paper", n_bootstrap=1500, seed=42)
+    return fit_critical_weight_decay(wd, g, method="paper", n_bootstrap=1500, seed=42, interval="bootstrap")
 
 
 def test_paper_lambda_c_golden(paper_fit, canonical):
+    """The author's bootstrap over runs (``interval="bootstrap"``) reproduces the published interval."""
     ref = canonical["wd_c_fit"]
     assert abs(paper_fit.wd_c / 0.015771 - 1) < 1e-4
     assert paper_fit.wd_c == pytest.approx(ref["wd_c"], rel=1e-9)  # measured: 0.015771145334983784
@@ -89,13 +90,27 @@ def test_paper_lambda_c_golden(paper_fit, canonical):
     assert paper_fit.bootstrap_note() == ""  # every refit kept: nothing for a row to disclose
 
 
-def test_dropped_bootstrap_refits_are_disclosed():
-    # 3 runs a bin, as in a medium sweep: many resamples cannot be fitted and are dropped
+def test_failed_refits_are_kept_at_their_edge_and_disclosed():
+    # 3 runs a bin, as in a medium sweep: many resamples are steps the curve cannot fit
     wd = np.repeat([0.01, 0.02, 0.03, 0.05, 0.1], 3)
     grokked = [0, 0, 0, 1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1]
-    fit = fit_critical_weight_decay(wd, grokked, method="paper", n_bootstrap=300, seed=42)
+    fit = fit_critical_weight_decay(wd, grokked, method="paper", n_bootstrap=300, seed=42, interval="bootstrap")
     assert fit.status == "ok" and 0 < fit.n_bootstrap_ok < 300
-    assert fit.bootstrap_note().startswith(f"interval from {fit.n_bootstrap_ok} of 300 bootstrap refits")
+    assert fit.bootstrap_note().startswith(f"{300 - fit.n_bootstrap_ok} of 300 refits did not converge")
+    assert f"{300 - fit.n_bootstrap_ok} of 300 bootstrap refits did not converge" in " ".join(fit.warnings)
+    # kept, not dropped: the interval over every resample is wider than over the converged ones
+    converged = np.quantile(10.0 ** fit.bootstrap_params[:, 0], [0.025, 0.975])
+    assert fit.wd_c_ci[0] <= converged[0] + 1e-12 or fit.wd_c_ci[1] >= converged[1] - 1e-12
+
+
+def test_the_reports_lambda_c_interval_draws_each_bins_fraction_from_its_posterior(canonical):
+    wd, g = _expand_bins(canonical["wd_c_fit"]["bins"])
+    fit = fit_critical_weight_decay(wd, g, n_bootstrap=300, seed=1)
+    assert fit.interval == "jeffreys" and fit.to_dict()["ci_method"] == "jeffreys"
+    lo, hi = fit.wd_c_ci
+    assert lo < fit.wd_c < hi and fit.n_bootstrap_ok == 300  # posterior draws are never a step: all converge
+    with pytest.raises(ValueError, match="interval"):
+        fit_critical_weight_decay(wd, g, interval="percentile")
 
 
 def test_glm_lambda_c_golden(canonical, paper_fit):

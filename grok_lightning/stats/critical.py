@@ -8,12 +8,23 @@ Model (both methods)::
     least squares (``scipy.optimize.curve_fit``, p0 = (log10 0.05, 5)) of the curve on the
     per-bin grok fractions p_j = g_j / n_j (or (g_j + a) / (n_j + 2a) with Laplace smoothing
     ``smoothing=a``). Runs with lambda <= 0 or lambda > 5 are excluded (collapse regime).
-    CI: percentile bootstrap over runs - resample the (lambda, grok) runs with replacement
-    using Python ``random.Random(seed)`` exactly as the author's aggregator does (runs grouped
-    by lambda in order of first appearance, ``randrange(N)`` N times per resample), recompute
-    bin fractions, refit from p0 = the point estimate, keep converged refits, take the
-    2.5/97.5 percentiles of lambda_c. Every bin weighs the same whatever its n: the 30-run
-    bins count as much as the 10-run ones, and a bin's sampling noise is ignored.
+    CI (``interval="jeffreys"``, the default): each bin's grok fraction is drawn from its Jeffreys
+    posterior Beta(g + 1/2, n - g + 1/2), the curve refit to the drawn fractions from the point
+    estimate, ``n_bootstrap`` times; the 2.5/97.5 percentiles of lambda_c. Its simulated coverage
+    is about nominal on the paper's design (docs/statistics.md), where the author's bootstrap
+    covers about 80%: a bin at 10/10 never varies in a resample of its runs, though its true
+    fraction may be 0.97.
+    CI (``interval="bootstrap"``, the author's, which reproduces the published interval):
+    percentile bootstrap over runs - resample the (lambda, grok) runs with replacement using
+    Python ``random.Random(seed)`` exactly as the author's aggregator does (runs grouped by
+    lambda in order of first appearance, ``randrange(N)`` N times per resample), recompute bin
+    fractions, refit from p0 = the point estimate, take the 2.5/97.5 percentiles.
+    Either way a refit that does not converge (a step, which the curve only approaches as
+    k -> inf, or a resample that drew < 2 bins) is not dropped, as the author's aggregator drops
+    it, but kept at the lambda_c its bins imply: the step's edge, halfway (in log10 lambda)
+    between the last bin below 1/2 and the first at or above it, or the grid's end when every
+    bin is on one side; ``n_bootstrap_ok`` counts the refits that converged. Every bin weighs the
+    same whatever its n: the 30-run bins count as much as the 10-run ones.
 
 ``method="glm"`` (our addition):
     binomial GLM with logit link on the per-run 0/1 outcomes against x = log10 lambda
@@ -66,7 +77,7 @@ class CriticalFit:
     k: float
     wd_c_ci: tuple[float, float]
     n_bootstrap: int | None
-    n_bootstrap_ok: int | None
+    n_bootstrap_ok: int | None  # refits that converged; the others are kept at their implied edge
     n_records: int  # runs passed in, excluded ones included (the author's n_points / n_records)
     n_fit: int  # runs that entered the fit
     n_excluded: int
@@ -77,7 +88,10 @@ class CriticalFit:
     wd_c_bracket: tuple[float, float]
     warnings: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
-    #: (log10 lambda_c, k) of every kept bootstrap refit (figures draw the band from these);
+    #: how ``wd_c_ci`` of the paper method was made: "jeffreys" (refits to posterior draws of the
+    #: bin fractions) or "bootstrap" (the author's bootstrap over runs)
+    interval: str = "jeffreys"
+    #: (log10 lambda_c, k) of every converged refit (figures draw the band from these);
     #: not part of ``to_dict``
     bootstrap_params: np.ndarray | None = field(default=None, repr=False)
 
@@ -91,20 +105,17 @@ class CriticalFit:
         return np.percentile(curves, tail, axis=0), np.percentile(curves, 100.0 - tail, axis=0)
 
     def bootstrap_note(self) -> str:
-        """Says how many bootstrap refits the interval rests on, when some were dropped ('' if none).
-
-        Dropping non-converged refits is the paper's method, but the interval is then conditional
-        on the resamples that could be fitted, so a report row has to say so.
+        """Says how many bootstrap refits failed and what became of them ('' when none did).
 
         >>> fit = CriticalFit("paper", 0.02, 10.0, (0.01, 0.04), 1500, 872, 22, 22, 0, 0.0, [], False,
         ...                   "ok", (0.01, 0.05))
         >>> fit.bootstrap_note()
-        'interval from 872 of 1500 bootstrap refits (the rest did not converge or drew < 2 bins: dropped, as in the paper)'
+        '628 of 1500 refits did not converge (a step, or < 2 bins drawn): kept at the lambda_c edge their bins imply, not dropped'
         """
         if not self.n_bootstrap or self.n_bootstrap_ok is None or self.n_bootstrap_ok >= self.n_bootstrap:
             return ""
-        return (f"interval from {self.n_bootstrap_ok} of {self.n_bootstrap} bootstrap refits "
-                f"(the rest did not converge or drew < 2 bins: dropped, as in the paper)")
+        return (f"{self.n_bootstrap - self.n_bootstrap_ok} of {self.n_bootstrap} refits did not converge "
+                f"(a step, or < 2 bins drawn): kept at the lambda_c edge their bins imply, not dropped")
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -113,6 +124,7 @@ class CriticalFit:
             "tau": 1.0 / self.k if np.isfinite(self.k) and self.k != 0 else float("nan"),
             "wd_c_ci": list(self.wd_c_ci), "ci_95": list(self.wd_c_ci),
             "n_bootstrap": self.n_bootstrap, "n_bootstrap_ok": self.n_bootstrap_ok,
+            "ci_method": self.interval if self.method == "paper" else "delta",
             "n_records": self.n_records, "n_fit": self.n_fit, "n_excluded": self.n_excluded,
             "smoothing": self.smoothing, "bins": self.bins, "separable": self.separable,
             "status": self.status, "wd_c_bracket": list(self.wd_c_bracket),
@@ -156,20 +168,25 @@ def _separation(wd: np.ndarray, y: np.ndarray) -> tuple[str, tuple[float, float]
 
 
 def fit_critical_weight_decay(weight_decay, grokked, method: str = "paper", smoothing: float = 0.0,
-                              n_bootstrap: int = 1500, seed: int = 42) -> CriticalFit:
+                              n_bootstrap: int = 1500, seed: int = 42, interval: str = "jeffreys") -> CriticalFit:
     """Fit lambda_c (see the module docstring for both methods).
 
     >>> wd = [0.001] * 10 + [0.01] * 10 + [0.1] * 10 + [1.0] * 10
     >>> g = [0] * 10 + [0] * 7 + [1] * 3 + [1] * 9 + [0] + [1] * 10
     >>> fit = fit_critical_weight_decay(wd, g, n_bootstrap=100)
-    >>> fit.status, round(fit.wd_c, 4), fit.bins[1]["p_grok"], fit.n_bootstrap_ok < 100
-    ('ok', 0.0189, 0.3, True)
+    >>> fit.status, round(fit.wd_c, 4), fit.bins[1]["p_grok"], fit.n_bootstrap_ok
+    ('ok', 0.0189, 0.3, 100)
+    >>> fit_critical_weight_decay(wd, g, n_bootstrap=100, interval="bootstrap").n_bootstrap_ok < 100
+    True
 
-    Refits that do not converge (here resamples such as p = (0, 0.2, 1, 1), whose
-    least-squares optimum is a step) are dropped, as in the paper, and counted in ``warnings``.
+    Refits that do not converge (in the author's bootstrap here, resamples such as p = (0, 0.2,
+    1, 1), whose least-squares optimum is a step) are kept at the edge they imply and counted in
+    ``warnings``.
     """
     if method not in ("paper", "glm"):
         raise ValueError(f"method must be 'paper' or 'glm', got {method!r}")
+    if interval not in ("jeffreys", "bootstrap"):
+        raise ValueError(f"interval must be 'jeffreys' or 'bootstrap', got {interval!r}")
     if smoothing < 0 or not np.isfinite(smoothing):
         raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing}")
     if method == "glm" and smoothing:
@@ -215,7 +232,7 @@ def fit_critical_weight_decay(weight_decay, grokked, method: str = "paper", smoo
         notes.append("only 2 bins for a 2-parameter curve: no residual degrees of freedom")
     if method == "glm":
         return _fit_glm(wd, y, separable, common)
-    return _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common)
+    return _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common, interval)
 
 
 def _curve_fit(log_wd, p, p0, maxfev):
@@ -244,7 +261,7 @@ def _restart_fit(wd_u, p_fit, log_c, k, notes) -> tuple[float, float]:
     return log_r, k_r
 
 
-def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common) -> CriticalFit:
+def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, common, interval) -> CriticalFit:
     notes = common["warnings"]
     try:
         log_c, k = _curve_fit(np.log10(wd_u), p_fit, PAPER_P0, maxfev=5000)
@@ -264,8 +281,54 @@ def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, comm
                      f"are set by the optimiser's stopping point; bootstrap CI not computed")
         n_bootstrap = 0
 
-    # Bootstrap exactly like the author's aggregator: runs grouped by lambda in order of first
-    # appearance, Python's Mersenne Twister, randrange(N) N times per resample.
+    if interval == "bootstrap":
+        wdcs, params = _run_bootstrap(wd, y, smoothing, n_bootstrap, seed, (log_c, k))
+    else:
+        wdcs, params = _jeffreys_draws(wd_u, wd, y, n_bootstrap, seed, (log_c, k))
+    what = "bootstrap refits" if interval == "bootstrap" else "refits to posterior draws"
+    if n_bootstrap and len(params) < n_bootstrap:
+        notes.append(f"{n_bootstrap - len(params)} of {n_bootstrap} {what} did not converge (a step, or "
+                     f"< 2 bins drawn): kept at the lambda_c edge their bins imply")
+    ci = tuple(float(v) for v in np.quantile(wdcs, [0.025, 0.975])) if len(wdcs) >= 2 \
+        else (float("nan"), float("nan"))
+    wd_c, status = _range_check(log_c, wd_u, notes)
+    return CriticalFit(wd_c=wd_c, k=k, wd_c_ci=ci, n_bootstrap=n_bootstrap,
+                       n_bootstrap_ok=len(params), separable=separable,
+                       status="separable" if separable else status, interval=interval,
+                       bootstrap_params=np.asarray(params, float) if params else None, **common)
+
+
+def _refit(log_wd: np.ndarray, rates: np.ndarray, start, wdcs: list, params: list) -> None:
+    """Refit the curve to one resample's (or draw's) bin rates from ``start``; a refit that does
+    not converge is kept at the edge its bins imply (:func:`_implied_log_wd_c`), never dropped."""
+    try:
+        if log_wd.size < 2:
+            raise ValueError("fewer than 2 bins drawn")
+        lc, kb = _curve_fit(log_wd, rates, start, 2000)
+        if not abs(lc) < 300:  # 10**lc would overflow: far past the grid, on that side of it
+            raise ValueError("lambda_c out of range")
+    except (RuntimeError, ValueError):
+        wdcs.append(10.0 ** _implied_log_wd_c(log_wd, rates))
+        return
+    wdcs.append(10.0 ** lc)
+    params.append((lc, kb))
+
+
+def _jeffreys_draws(wd_u, wd, y, n_draws, seed, start) -> tuple[list, list]:
+    """The curve refit to draws of every bin's grok fraction from its Jeffreys posterior
+    Beta(g + 1/2, n - g + 1/2): an interval for the least-squares lambda_c whose coverage holds at
+    the paper's design (docs/statistics.md), where the run bootstrap's does not."""
+    _, n, n_grok = group_bins(wd, y)
+    rng, wdcs, params = np.random.default_rng(seed), [], []
+    for rates in rng.beta(n_grok + 0.5, n - n_grok + 0.5, size=(n_draws, n.size)):
+        _refit(np.log10(wd_u), rates, start, wdcs, params)
+    return wdcs, params
+
+
+def _run_bootstrap(wd, y, smoothing, n_bootstrap, seed, start) -> tuple[list, list]:
+    """The author's aggregator's bootstrap: runs grouped by lambda in order of first appearance,
+    Python's Mersenne Twister, randrange(N) N times per resample, the bin rates refit from the
+    point estimate."""
     order: dict[float, int] = {}
     for w in wd:
         order.setdefault(float(w), len(order))
@@ -284,26 +347,24 @@ def _fit_paper(wd, y, wd_u, p_fit, smoothing, n_bootstrap, seed, separable, comm
         cnt = np.bincount(item_w[idx], minlength=len(keys))[rank]
         gro = np.bincount(item_w[idx], weights=item_g[idx], minlength=len(keys))[rank]
         present = cnt > 0
-        if present.sum() < 2:
-            continue
-        try:
-            lc, kb = _curve_fit(log_keys[present],
-                               _bin_rates(cnt[present], gro[present], smoothing), (log_c, k), 2000)
-        except (RuntimeError, ValueError):
-            continue  # non-converged refits are dropped, as in the paper
-        if abs(lc) < 300:  # 10**lc would overflow; such a refit is no estimate of lambda_c
-            wdcs.append(10.0 ** lc)
-            params.append((lc, kb))
-    if n_bootstrap and len(wdcs) < n_bootstrap:
-        notes.append(f"{n_bootstrap - len(wdcs)} of {n_bootstrap} bootstrap refits dropped "
-                     f"(no convergence, or < 2 bins drawn)")
-    ci = tuple(float(v) for v in np.quantile(wdcs, [0.025, 0.975])) if len(wdcs) >= 2 \
-        else (float("nan"), float("nan"))
-    wd_c, status = _range_check(log_c, wd_u, notes)
-    return CriticalFit(wd_c=wd_c, k=k, wd_c_ci=ci, n_bootstrap=n_bootstrap,
-                       n_bootstrap_ok=len(wdcs), separable=separable,
-                       status="separable" if separable else status,
-                       bootstrap_params=np.asarray(params, float) if params else None, **common)
+        _refit(log_keys[present], _bin_rates(cnt[present], gro[present], smoothing), start, wdcs, params)
+    return wdcs, params
+
+
+def _implied_log_wd_c(log_wd: np.ndarray, rates: np.ndarray) -> float:
+    """log10 lambda_c of a resample the curve cannot fit: the edge of its step, halfway between the
+    last bin below 1/2 and the first at or above it, or the grid's end when all bins lie on one side.
+
+    >>> _implied_log_wd_c(np.array([-2.0, -1.0, 0.0]), np.array([0.0, 1.0, 1.0]))
+    -1.5
+    >>> _implied_log_wd_c(np.array([-2.0, -1.0]), np.array([1.0, 1.0])), _implied_log_wd_c(np.array([-2.0]), np.array([0.0]))
+    (-2.0, -2.0)
+    """
+    above = np.nonzero(rates >= 0.5)[0]
+    if above.size == 0:
+        return float(log_wd[-1])
+    i = int(above[0])
+    return float(log_wd[0]) if i == 0 else float((log_wd[i - 1] + log_wd[i]) / 2)
 
 
 def _range_check(log_c: float, wd_u: np.ndarray, notes: list[str]) -> tuple[float, str]:

@@ -1,100 +1,224 @@
-"""Equivalence against a published value: is our interval inside the value -+ a margin stated in
-advance (two one-sided tests, TOST), does it exclude the value, or neither?
+"""The difference D = ours - paper with both sides' uncertainty, for a verdict in two steps:
+is ours *consistent* with the paper (D's 95% interval contains 0), and is it *equivalent* within a
+tolerance Delta fixed in advance (D's 90% interval inside -+Delta: two one-sided tests at 5%).
 
-For a value v, a margin m and our interval [lo, hi] (a 95% interval: TOST at alpha = 0.025 per
-side, conservative against the usual 90% interval of alpha = 0.05):
+Each side of a comparison is a :class:`Side`: an estimate and its interval at any level.
 
-* ``equivalent``: ``v - m <= lo`` and ``hi <= v + m``: the data rule out any difference larger
-  than the margin (TOST at the interval's level);
-* ``different``: ``v < lo`` or ``hi < v``: the data rule out the published value itself;
-* ``undecided``: neither; our interval is too wide for the margin.
+* :class:`Estimate` (an estimate with any interval with a stated coverage, rescaled to another level by the ratio
+  of normal or Student-t quantiles; plus a ``bound`` that holds at every level, e.g. the rounding of
+  a printed value),
+* :class:`Count` (a count k/n: its Wilson interval at the level asked for),
+* :func:`exact` (a value known up to a bound only: a deterministic replay, a printed number),
+* :func:`one_run` (the paper's one run, whose spread is the run-to-run spread of our runs of the
+  same configuration: with :func:`mean_of_runs` on our side, D's interval is the prediction
+  interval of one more run).
 
-Equivalence is checked first: a difference smaller than the margin is, by the margin's
-definition, no difference that matters. :func:`runs_to_decide` says how many runs would settle an
-undecided comparison, assuming the interval shrinks as 1/sqrt(n) around the same estimate.
+:func:`difference` combines two sides by the method of variance estimates recovery (MOVER, Zou and
+Donner 2008): ``lo = D - sqrt((a - a_lo)^2 + (b_hi - b)^2)``, ``hi = D + sqrt((a_hi - a)^2 + (b -
+b_lo)^2)``. With two Wilson intervals this is Newcombe's interval for a difference of proportions;
+with two symmetric normal intervals it is the usual sqrt(se_a^2 + se_b^2). On the ``log`` scale it
+is an interval for log(ours / paper), for quantities compared as a factor.
+
+:func:`shift_interval` is the Hodges-Lehmann interval of a shift between two samples (ours against a
+published one), inverted from the exact Mann-Whitney distribution.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 
-__all__ = ["OUTCOMES", "equivalence", "runs_to_decide", "runs_to_decide_fraction"]
+import numpy as np
+from scipy import stats as sps
 
-OUTCOMES = ("equivalent", "different", "undecided")
+from .intervals import clopper_pearson, mean_interval, wilson
 
-
-def _check(ci, margin: float) -> tuple[float, float]:
-    lo, hi = (float(v) for v in ci)
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-        raise ValueError(f"interval {ci!r} is not a finite [lo, hi] with lo <= hi")
-    if not math.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin {margin!r} must be finite and >= 0")
-    return lo, hi
+__all__ = ["Count", "Estimate", "Side", "difference", "exact", "inside", "mean_of_runs", "one_run",
+           "shift_interval"]
 
 
-def equivalence(ci, value: float, margin: float) -> str:
-    """``equivalent`` | ``different`` | ``undecided`` (module docstring).
+def _quantile(level: float, df: float) -> float:
+    """The two-sided quantile of a level: z or Student t with ``df``."""
+    upper = (1.0 + level) / 2.0
+    return float(sps.norm.ppf(upper) if math.isinf(df) else sps.t.ppf(upper, df))
 
-    >>> equivalence([0.10, 0.12], 0.113, 0.017), equivalence([0.047, 0.070], 0.113, 0.017)
-    ('equivalent', 'different')
-    >>> equivalence([0.0, 0.56], 0.067, 0.15)
-    'undecided'
+
+class Side:
+    """One side of a comparison: ``estimate`` and ``interval(level) -> (lo, hi)``."""
+
+    estimate: float
+
+    def interval(self, level: float) -> tuple[float, float]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Estimate(Side):
+    """An estimate with an interval ``[lo, hi]`` of real coverage ``coverage`` (an asymmetric one
+    keeps its shape); another level scales each side's half-width by q(level) / q(coverage), q from
+    Student t with ``df`` (normal when infinite). ``bound`` (a rounding or reading error) is added
+    to both ends at every level. A coverage of 1 is a hard bound: the interval at any level.
+
+    >>> Estimate(10.0, 8.0, 13.0).interval(0.95)
+    (8.0, 13.0)
+    >>> [round(v, 3) for v in Estimate(10.0, 8.0, 13.0).interval(0.90)]
+    [8.322, 12.518]
     """
-    lo, hi = _check(ci, margin)
-    if value - margin <= lo and hi <= value + margin:
-        return "equivalent"
-    if value < lo or hi < value:
-        return "different"
-    return "undecided"
+
+    estimate: float
+    lo: float
+    hi: float
+    coverage: float = 0.95
+    df: float = math.inf
+    bound: float = 0.0
+
+    def __post_init__(self):
+        values = (self.estimate, self.lo, self.hi, self.bound)
+        if not all(math.isfinite(v) for v in values) or not self.lo <= self.estimate <= self.hi:
+            raise ValueError(f"interval [{self.lo}, {self.hi}] must be finite and contain its estimate {self.estimate}")
+        if not 0.0 < self.coverage <= 1.0 or self.bound < 0 or not self.df > 0:
+            raise ValueError(f"coverage {self.coverage} must be in (0, 1], bound {self.bound} >= 0, df {self.df} > 0")
+
+    def interval(self, level: float) -> tuple[float, float]:
+        scale = 1.0 if self.coverage >= 1.0 else _quantile(level, self.df) / _quantile(self.coverage, self.df)
+        return (self.estimate - (self.estimate - self.lo) * scale - self.bound,
+                self.estimate + (self.hi - self.estimate) * scale + self.bound)
 
 
-def runs_to_decide(n: int, ci, estimate: float, value: float, margin: float) -> int | None:
-    """The number of runs at which an interval of today's shape, shrunk by sqrt(n / n') about the
-    same estimate, would decide the comparison: inside the margin when ``|estimate - value| <
-    margin`` (the wider side h must shrink to m - |d|: n' = n (h / (m - |d|))^2), else excluding the
-    value (the side facing it must shrink below |d|). At least n + 1 when today's n does not decide;
-    ``None`` when no n does (the estimate sits exactly on the value with no margin).
+@dataclass(frozen=True)
+class Count(Side):
+    """A count k/n with its interval at each level: Wilson's, or with ``exact`` Clopper-Pearson's,
+    which covers at least its level for every true fraction (a count near 0 or 1 is where Wilson's
+    falls short).
 
-    >>> runs_to_decide(3, [0.0, 0.56], 0.0, 0.067, 0.15)  # 0/3 against 2/30, margin 0.15
-    137
-    >>> runs_to_decide(5, [0.9, 1.1], 1.0, 1.0, 0.05)
-    20
-    >>> runs_to_decide(3, [0.0375, 0.0534], 0.0515, 0.039, 0.005)  # the side facing 0.039 is 0.014 wide
-    4
+    >>> [round(v, 4) for v in Count(15, 15).interval(0.90)], [round(v, 4) for v in Count(15, 15, True).interval(0.90)]
+    ([0.8472, 1.0], [0.819, 1.0])
     """
-    lo, hi = _check(ci, margin)
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    gap = abs(estimate - value)
-    if gap < margin:
-        side, room = max(estimate - lo, hi - estimate), margin - gap
+
+    k: int
+    n: int
+    exact: bool = False
+
+    def __post_init__(self):
+        if self.n < 1 or not 0 <= self.k <= self.n:
+            raise ValueError(f"need 0 <= k <= n and n >= 1, got {self.k}/{self.n}")
+
+    @property
+    def estimate(self) -> float:
+        return self.k / self.n
+
+    def interval(self, level: float) -> tuple[float, float]:
+        return _count_interval(self.k, self.n, level, self.exact)
+
+
+@lru_cache(maxsize=65536)
+def _count_interval(k: int, n: int, level: float, exact_: bool) -> tuple[float, float]:
+    w = (clopper_pearson if exact_ else wilson)(k, n, level)
+    # the closed forms leave ~1e-17 at the ends: an all-0 (all-1) count has lo = 0 (hi = 1)
+    return (0.0 if k == 0 else max(0.0, w.lo)), (1.0 if k == n else min(1.0, w.hi))
+
+
+def exact(value: float, bound: float = 0.0) -> Estimate:
+    """A value known up to ``bound`` at every level (a replay, a printed number)."""
+    return Estimate(value, value, value, 1.0, bound=bound)
+
+
+def mean_of_runs(values) -> Estimate:
+    """The mean of our runs with its Student-t interval (df = n - 1)."""
+    x = np.asarray(values, float)
+    m = mean_interval(x)
+    return Estimate(m.estimate, m.lo, m.hi, 0.95, df=x.size - 1)
+
+
+def one_run(value: float, runs, bound: float = 0.0) -> Estimate:
+    """A single run (the paper's) whose run-to-run spread is that of ``runs`` (ours, same
+    configuration): value -+ t s. Against :func:`mean_of_runs` of the same runs, D's interval is
+    the prediction interval of one more run, mean -+ t s sqrt(1 + 1/n).
+
+    >>> runs = [1.0, 2.0, 3.0]
+    >>> d, lo, hi = difference(mean_of_runs(runs), one_run(2.0, runs), 0.95)
+    >>> round(hi, 4), round(float(sps.t.ppf(0.975, 2)) * math.sqrt(1 + 1 / 3), 4)
+    (4.9683, 4.9683)
+    """
+    x = np.asarray(runs, float)
+    half = _quantile(0.95, x.size - 1) * float(x.std(ddof=1))
+    return Estimate(value, value - half, value + half, 0.95, df=x.size - 1, bound=bound)
+
+
+def _log(side: Side, level: float) -> tuple[float, float, float]:
+    lo, hi = side.interval(level)
+    if side.estimate <= 0:
+        raise ValueError(f"a factor comparison needs a positive estimate, got {side.estimate}")
+    log = lambda v: math.log(v) if v > 0 else -math.inf
+    return math.log(side.estimate), log(lo), log(hi)
+
+
+def difference(ours: Side, paper: Side, level: float, log: bool = False) -> tuple[float, float, float]:
+    """``(D, lo, hi)``: D = ours - paper (log(ours / paper) with ``log``) and its MOVER interval
+    at ``level`` (module docstring).
+
+    >>> [round(v, 4) for v in difference(Count(15, 15), Count(15, 15), 0.90)]
+    [0.0, -0.1528, 0.1528]
+    >>> [round(v, 3) for v in difference(exact(0.83), exact(0.83, 0.005), 0.95)]
+    [0.0, -0.005, 0.005]
+    """
+    if log:
+        a, a_lo, a_hi = _log(ours, level)
+        b, b_lo, b_hi = _log(paper, level)
     else:
-        side, room = (estimate - lo) if value < estimate else (hi - estimate), gap
-    if room <= 0:
-        return None
-    return max(n + 1, math.ceil(n * (side / room) ** 2 - 1e-9))
+        (a, (a_lo, a_hi)), (b, (b_lo, b_hi)) = (ours.estimate, ours.interval(level)), (paper.estimate, paper.interval(level))
+    d = a - b
+    return d, d - math.hypot(a - a_lo, b_hi - b), d + math.hypot(a_hi - a, b - b_lo)
 
 
-def runs_to_decide_fraction(fraction: float, paper_k: int, paper_n: int, margin: float, alpha: float = 0.05,
-                            limit: int = 2000) -> int | None:
-    """The smallest number of runs n' at which our observed grok fraction, kept (k' = round(fraction
-    n')), would decide the comparison with the paper's count: its Wilson 95% interval inside
-    paper -+ margin, or Fisher's exact test against the paper's k/n rejecting at ``alpha``. A
-    fraction near 0 or 1 has a lopsided interval, so this counts rather than scales. ``None`` when
-    no n' up to ``limit`` decides it (the paper's own count may be too small to tell them apart).
+def inside(interval: tuple[float, float], delta: float) -> bool:
+    """Whether ``[lo, hi]`` lies within -+delta (equivalence by two one-sided tests when the
+    interval is D's 90% interval)."""
+    lo, hi = interval
+    return -delta <= lo and hi <= delta
 
-    >>> runs_to_decide_fraction(1.0, 25, 30, 0.17), runs_to_decide_fraction(1 / 3, 8, 10, 0.31)
-    (8, 12)
+
+@lru_cache(maxsize=None)
+def _u_distribution(m: int, n: int) -> np.ndarray:
+    """The exact null distribution of Mann-Whitney U for samples of m and n without ties: the
+    number of orderings with each U = 0 .. m n, over C(m + n, m)."""
+    # f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u): the largest value belongs to x or to y
+    if m == 0 or n == 0:
+        return np.ones(1)
+    a, b = _u_distribution(m - 1, n), _u_distribution(m, n - 1)
+    out = np.zeros(m * n + 1)
+    out[n:n + a.size] += a
+    out[:b.size] += b
+    return out
+
+
+def shift_interval(ours, paper, level: float, log: bool = False) -> tuple[float, float, float, float] | None:
+    """Hodges-Lehmann estimate and interval of the shift ours - paper (of the logs with ``log``):
+    the median of the m n pairwise differences, and the order statistics ``[d_(k), d_(mn+1-k)]``
+    with k the largest such that P(U <= k - 1) <= (1 - level) / 2 under the exact Mann-Whitney null
+    (no ties; with ties the interval is slightly conservative). ``(estimate, lo, hi, coverage)``,
+    the coverage being the interval's real one; ``None`` when the samples are too small for any
+    interval of that level (e.g. 2 against 2).
+
+    >>> [round(v, 3) for v in shift_interval([5, 6, 7, 8, 9], [1, 2, 3], 0.90)]
+    [5.0, 3.0, 7.0, 0.929]
     """
-    from .intervals import wilson
-    from .samples import fisher_counts
-
-    value = paper_k / paper_n
-    for n in range(1, limit + 1):
-        k = int(round(fraction * n))
-        interval = wilson(k, n)
-        if value - margin <= interval.lo and interval.hi <= value + margin:
-            return n
-        if fisher_counts(k, n, paper_k, paper_n) < alpha:
-            return n
-    return None
+    x, y = np.asarray(ours, float), np.asarray(paper, float)
+    if log:
+        x, y = np.log(x), np.log(y)
+    m, n = x.size, y.size
+    if m < 1 or n < 1:
+        return None
+    if m * n <= 2500:
+        cdf = np.cumsum(_u_distribution(m, n)) / math.comb(m + n, m)
+    else:  # the normal approximation of U (mean mn/2, variance mn(m + n + 1)/12)
+        u = np.arange(m * n + 1)
+        cdf = sps.norm.cdf((u + 0.5 - m * n / 2) / math.sqrt(m * n * (m + n + 1) / 12))
+    tail = (1.0 - level) / 2.0
+    below = np.nonzero(cdf <= tail)[0]  # P(U <= u) <= tail for u < k: k - 1 = the largest such u
+    if below.size == 0:
+        return None
+    k = int(below[-1]) + 1
+    diffs = np.sort((x[:, None] - y[None, :]).ravel())
+    return float(np.median(diffs)), float(diffs[k - 1]), float(diffs[m * n - k]), float(1.0 - 2.0 * cdf[k - 1])

@@ -76,11 +76,10 @@ def median_interval(values, level: float = 0.95) -> Interval:
     """
     x = np.sort(as_1d_float(values, "values"))
     n = x.size
-    coverage = lambda j: 1.0 - 2.0 * float(sps.binom.cdf(j - 1, n, 0.5))
-    j = 1
-    while j + 1 <= (n + 1) // 2 and coverage(j + 1) >= level:
-        j += 1
-    return Interval(float(np.median(x)), float(x[j - 1]), float(x[n - j]), coverage(j))
+    # coverage of [x_(j), x_(n+1-j)] for j = 1 .. (n+1)//2, falling with j: the last j that reaches level
+    coverage = 1.0 - 2.0 * sps.binom.cdf(np.arange((n + 1) // 2), n, 0.5)
+    j = max(1, int(np.count_nonzero(coverage >= level)))
+    return Interval(float(np.median(x)), float(x[j - 1]), float(x[n - j]), float(coverage[j - 1]))
 
 
 def mean_interval(values, level: float = 0.95) -> Interval:
