@@ -75,8 +75,8 @@ class RunRecorder(Callback):
             400-epoch lock-in run); a resumed run restores the record from its checkpoint anyway.
         max_write_share: ...and not more often than keeps the writes to this share of the run's
             time: the next write waits ``duration of the last write / max_write_share``. Why: a
-            20,000-epoch run's record grows to thousands of rows, and one write of a 2,000-row
-            record costs a few tenths of a second (JSON with indentation is encoded in Python).
+            20,000-epoch run's record grows to 2,001 rows, and each write encodes all of them
+            (JSON with indentation is encoded in Python; measured in docs/performance.md).
     """
 
     def __init__(self, record_path: str | None = None, run_info: dict | None = None, write_every: int = 1,
