@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # `ray` for the Ray launcher; CI installs both to run their tests
 EXTRAS ?= dev,predict
 # How the reproduce targets launch their sweeps (empty = the default; docs/gpu.md):
-#   ENSEMBLE=64        train up to 64 compatible runs as one vectorised ensemble per task
+#   ENSEMBLE=64        train up to 64 compatible runs as one vectorised ensemble per task (GPUs; on CPU: single runs)
 #   WORKERS=N          local worker processes (default: one per core, or DEVICES x RUNS_PER_DEVICE)
 #   DEVICES=8 | 0,2,5  pin local workers to these GPUs, round robin; RUNS_PER_DEVICE=2 workers per GPU
 #   LAUNCHER=ray ADDRESS=head:6379 GPUS_PER_RUN=0.5   a Ray cluster instead of local workers

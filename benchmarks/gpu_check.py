@@ -190,7 +190,7 @@ def slice_sweep(out_dir: Path, seeds: list[int], epochs: int, tiny: bool, device
     start = time.perf_counter()
     with time_box(seconds):
         result = run_sweep(sweep_file, profile="paper", out=out_dir / name, workers=1, ensemble_size=len(seeds),
-                           stream=sys.stdout)
+                           ensemble_on_cpu=True, stream=sys.stdout)
     wall = time.perf_counter() - start
     records = sorted((r for _, r in iter_records(out_dir / name / "runs")), key=lambda r: r["seed"])
     member_epochs = sum(epochs_reached(r) for r in records)

@@ -80,7 +80,7 @@ def run_part(sweep_file: Path, out: Path, seconds: float | None, ensemble_size: 
     start = time.perf_counter()
     with time_box(seconds):
         result = run_sweep(sweep_file, profile="paper", out=out, workers=workers, ensemble_size=ensemble_size,
-                           threads_per_worker=1, extend=True, stream=sys.stdout)
+                           ensemble_on_cpu=True, threads_per_worker=1, extend=True, stream=sys.stdout)
     wall = time.perf_counter() - start
     planned = {spec.run_id for spec in load_sweep(sweep_file, profile="paper").expand()}
     records = [r for _, r in iter_records(out / "runs") if r.get("run_id") in planned]  # this part's, not the store's

@@ -186,7 +186,8 @@ def test_sweep_with_ensembles_writes_the_same_records(tmp_path):
     threads = torch.get_num_threads()
     quiet = open(os.devnull, "w")
     plain = run_sweep(TINY, out=tmp_path / "plain", workers=0, threads_per_worker=1, stream=quiet)
-    packed = run_sweep(TINY, out=tmp_path / "packed", workers=2, threads_per_worker=1, stream=quiet, ensemble_size=4)
+    packed = run_sweep(TINY, out=tmp_path / "packed", workers=2, threads_per_worker=1, stream=quiet, ensemble_size=4,
+                       ensemble_on_cpu=True)
     torch.set_num_threads(threads)
     assert plain.statuses == packed.statuses == {"completed": 6}
     ensembles = sorted((tmp_path / "packed" / "ensembles").iterdir())
@@ -200,7 +201,7 @@ def test_sweep_with_ensembles_writes_the_same_records(tmp_path):
         ra, rb = store_a.read_record(entry["name"]), store_b.read_record(entry["name"])
         assert ra["config"] == rb["config"] and ra["history"]["epoch"] == rb["history"]["epoch"]
     # a rerun finds everything final: nothing is retrained, ensembled or not
-    again = run_sweep(TINY, out=tmp_path / "packed", workers=0, stream=quiet, ensemble_size=4)
+    again = run_sweep(TINY, out=tmp_path / "packed", workers=0, stream=quiet, ensemble_size=4, ensemble_on_cpu=True)
     assert again.skipped == 6 and again.ran == 0
     assert pack_tasks([], 4, tmp_path) == []
 
@@ -221,7 +222,7 @@ def test_killed_ensembled_sweep_resumes_from_the_ensemble_checkpoint(tmp_path):
     path = write_spec(tmp_path, spec)
     out = tmp_path / "killed"
     command = [sys.executable, "-m", "grok_lightning.cli", "sweep", "run", str(path), "--out", str(out),
-               "--workers", "1", "--threads-per-worker", "1", "--ensemble-size", "6"]
+               "--workers", "1", "--threads-per-worker", "1", "--ensemble-size", "6", "--ensemble-on-cpu"]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     deadline, killed = time.time() + 240, False
     while time.time() < deadline and proc.poll() is None:
@@ -313,3 +314,24 @@ def test_member_views_share_the_stacked_weights_and_optimizer_state():
     ensemble._trainer = type("T", (), {"optimizers": [optimizer]})()
     state = ensemble.member_optimizer_state(1, member)
     assert torch.equal(state["exp_avg"], optimizer.state[stacked]["exp_avg"][1])
+
+
+def test_a_sweep_on_cpu_trains_single_runs_unless_asked_to_pack(tmp_path, monkeypatch):
+    import io
+
+    from test_sweep import TINY
+
+    from grok_lightning.sweep import launchers
+
+    monkeypatch.setattr(launchers.LocalLauncher, "on_gpu", lambda self, settings: False)
+    first_two = lambda entry: entry["name"] in names[:2]  # noqa: E731
+    _, runs, _ = launchers.prepare(TINY, None, tmp_path / "plan")
+    names = sorted(run.name for run in runs)
+    said = io.StringIO()
+    result = launchers.run_sweep(TINY, out=tmp_path / "cpu", workers=0, stream=said, ensemble_size=4, only=first_two)
+    assert result.statuses == {"completed": 2} and not (tmp_path / "cpu" / "ensembles").exists()
+    assert "--ensemble-size 4: the runs train on CPU" in said.getvalue()
+    monkeypatch.setattr(launchers.LocalLauncher, "on_gpu", lambda self, settings: True)  # a GPU: packed as asked
+    packed = launchers.run_sweep(TINY, out=tmp_path / "gpu", workers=0, stream=io.StringIO(), ensemble_size=4,
+                                 only=first_two)
+    assert packed.statuses == {"completed": 2} and len(list((tmp_path / "gpu" / "ensembles").iterdir())) == 1

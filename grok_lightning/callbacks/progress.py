@@ -2,8 +2,10 @@
 
 Lightning's default bar shows what a module logs with ``prog_bar=True`` plus ``v_num`` (the
 logger's version, which says nothing while training). This one shows ``train_loss`` (the last
-optimizer step's) and ``test_acc`` (the last scheduled evaluation's, from the run's record row),
-so a newcomer sees grokking happen: train loss near 0 long before test accuracy rises.
+optimizer step's, read from the module's ``train_step_losses``: no per-step ``self.log``, whose
+machinery would cost every run CPU time whether or not a bar is shown) and ``test_acc`` (the
+last scheduled evaluation's, from the run's record row), so a newcomer sees grokking happen:
+train loss near 0 long before test accuracy rises.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ class RunProgressBar(TQDMProgressBar):
     def __init__(self, refresh_rate: int = 1):
         super().__init__(refresh_rate=refresh_rate)
         self.test_acc: float | None = None
+        self.train_loss: float | None = None
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs, batch, batch_idx: int) -> None:
+        losses = getattr(pl_module, "train_step_losses", None)
+        if losses:  # before the bar refreshes (the epoch's end clears the list)
+            self.train_loss = float(losses[-1])
+        super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
 
     def on_evaluation_end(self, trainer: Trainer, pl_module: LightningModule, epoch: int, metrics: dict) -> None:
         if metrics.get("test_acc") is not None:
@@ -27,6 +36,8 @@ class RunProgressBar(TQDMProgressBar):
 
     def get_metrics(self, trainer: Trainer, pl_module: LightningModule) -> dict:
         shown = {k: v for k, v in super().get_metrics(trainer, pl_module).items() if k != "v_num"}
+        if self.train_loss is not None:
+            shown["train_loss"] = f"{self.train_loss:.3g}"
         if self.test_acc is not None:
             shown["test_acc"] = f"{self.test_acc:.3f}"
         return shown

@@ -73,15 +73,21 @@ class RunRecorder(Callback):
             a run evaluated every epoch (the lock-in runs: 400 evaluations) would spend O(n^2)
             time serialising its growing history (measured 9-18 ms per epoch, ~15% of a
             400-epoch lock-in run); a resumed run restores the record from its checkpoint anyway.
+        max_write_share: ...and not more often than keeps the writes to this share of the run's
+            time: the next write waits ``duration of the last write / max_write_share``. Why: a
+            20,000-epoch run's record grows to 2,001 rows, and each write encodes all of them
+            (JSON with indentation is encoded in Python; measured in docs/performance.md).
     """
 
     def __init__(self, record_path: str | None = None, run_info: dict | None = None, write_every: int = 1,
-                 min_interval_s: float = 2.0):
+                 min_interval_s: float = 2.0, max_write_share: float = 0.01):
         self.record_path = record_path
         self.run_info = dict(run_info or {})
         self.write_every = write_every
         self.min_interval_s = min_interval_s
+        self.max_write_share = max_write_share
         self._last_write = float("-inf")
+        self._write_seconds = 0.0  # how long the last write took
         self.record: dict | None = None
         self._elapsed_before = self._cpu_before = 0.0
         self._t0, self._c0 = time.time(), time.process_time()
@@ -112,8 +118,10 @@ class RunRecorder(Callback):
         self.record["wall_time_s"] = self._elapsed_before + (time.time() - self._t0)
         # this process's CPU seconds (all its threads), summed over resumed segments
         self.record["cpu_time_s"] = self._cpu_before + (time.process_time() - self._c0)
+        start = time.monotonic()
         write_json_atomic(self.path(trainer), self.record)
         self._last_write = time.monotonic()
+        self._write_seconds = self._last_write - start
 
     # --- hooks ----------------------------------------------------------------------------
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -156,7 +164,8 @@ class RunRecorder(Callback):
         append_history(self.record, epoch, metrics)
         self.record.update(getattr(pl_module, "record_extras", {}))
         self._evals += 1
-        if self._evals % self.write_every == 0 and time.monotonic() - self._last_write >= self.min_interval_s:
+        wait = max(self.min_interval_s, self._write_seconds / self.max_write_share)
+        if self._evals % self.write_every == 0 and time.monotonic() - self._last_write >= wait:
             self.write(trainer)
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:

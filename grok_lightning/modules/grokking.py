@@ -249,10 +249,10 @@ class GrokkingModule(L.LightningModule):
             self.diverged_epoch = self.current_epoch + 1
             self.trainer.should_stop = True
             return None
-        # kept for ScheduledEvaluation's per-epoch mean/max; the progress bar shows it, the
-        # logger does not (Lightning's self.log would plot it against steps, next to an `epoch` card)
+        # kept for ScheduledEvaluation's per-epoch mean/max and read by the progress bar (its last
+        # entry). Not self.log: Lightning's per-step logging machinery costs more CPU than the
+        # rest of the framework's step, and the logger would plot it against steps anyway
         self.train_step_losses.append(loss.detach())
-        self.log("train_loss", loss, on_step=True, on_epoch=False, prog_bar=True, logger=False)
         return loss
 
     # --- evaluation ---------------------------------------------------------------------

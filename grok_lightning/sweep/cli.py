@@ -2,7 +2,7 @@
 
     grok-lightning sweep run configs/sweeps/canonical_wd.yaml --profile smoke [--workers N]
         [--threads-per-worker T] [--out DIR] [--launcher local|ray] [--address ADDR]
-        [--gpus-per-run 0.25] [--ensemble-size E] [--devices 4|0,2,5] [--runs-per-device R]
+        [--gpus-per-run 0.25] [--ensemble-size E [--ensemble-on-cpu]] [--devices 4|0,2,5] [--runs-per-device R]
         [--extend] [--dry-run] [--trust-code MODULE]
     grok-lightning sweep run DIR                  # resume the sweep stored in DIR
     grok-lightning sweep status DIR [--json]
@@ -58,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="adopt a changed grid in an existing DIR (its runs are kept)")
     run.add_argument("--ensemble-size", type=_positive_int, default=1,
                      help="train up to this many compatible runs (same config but seed and weight decay) as one "
-                          "vectorised ensemble per task (default 1: one run per task); records are the same")
+                          "vectorised ensemble per task (default 1: one run per task); records are the same. "
+                          "GPUs only: runs that train on CPU stay single runs (docs/performance.md)")
+    run.add_argument("--ensemble-on-cpu", action="store_true",
+                     help="pack ensembles with --ensemble-size even where the runs train on CPU")
     run.add_argument("--devices", default=None,
                      help="GPUs for the local workers: a count (4) or device numbers (0,2,5; one device: 3,); each "
                           "worker sees one of them, round robin (default: no pinning)")
@@ -100,7 +103,7 @@ def _run(args) -> int:
                        threads_per_worker=args.threads_per_worker, launcher=args.launcher,
                        address=args.address, gpus_per_run=args.gpus_per_run, extend=args.extend,
                        ensemble_size=args.ensemble_size, devices=args.devices,
-                       runs_per_device=args.runs_per_device)
+                       runs_per_device=args.runs_per_device, ensemble_on_cpu=args.ensemble_on_cpu)
     if result.interrupted:
         return 130
     return 0 if result.ok else 1

@@ -124,6 +124,15 @@ class LocalLauncher:
         if settings.address or settings.gpus_per_run:
             raise ConfigError("--address/--gpus-per-run apply to --launcher ray only")
 
+    def on_gpu(self, settings: LaunchSettings) -> bool:
+        """Whether the runs train on a GPU: pinned to devices, or one is visible (a run's
+        ``accelerator: auto`` takes it)."""
+        if settings.devices:
+            return True
+        import torch
+
+        return torch.cuda.is_available()
+
     def describe(self, settings: LaunchSettings) -> str:
         pinned = f" on GPU(s) {','.join(settings.devices)}" if settings.devices else ""
         return f"local {settings.workers} worker(s) x {settings.threads} thread(s){pinned}"
@@ -142,6 +151,9 @@ class RayLauncher:
     def check(self, settings: LaunchSettings) -> None:
         import_ray()
 
+    def on_gpu(self, settings: LaunchSettings) -> bool:
+        return settings.gpus_per_run > 0
+
     def describe(self, settings: LaunchSettings) -> str:
         gpus = f", {settings.gpus_per_run} gpu(s)" if settings.gpus_per_run else ""
         return f"ray ({settings.address or 'local cluster'}, {settings.threads} cpu(s){gpus} per run)"
@@ -159,6 +171,18 @@ def profile_label(sweep: Sweep) -> str:
     return f" (profile {sweep.profile})" if sweep.profile else ""
 
 
+def ensemble_size_for(asked: int, on_gpu: bool, ensemble_on_cpu: bool = False) -> int:
+    """The ensemble size a launch packs: ``asked`` on GPUs, 1 (single runs) on CPU unless
+    ``ensemble_on_cpu``. Why: on a CPU a vectorised ensemble costs more CPU time per member than
+    the same runs trained separately, one thread each (measured: docs/performance.md), so packing
+    would only slow a CPU sweep down; on a GPU it is what fills the device.
+
+    >>> ensemble_size_for(64, on_gpu=True), ensemble_size_for(64, on_gpu=False), ensemble_size_for(4, False, True)
+    (64, 1, 4)
+    """
+    return asked if on_gpu or ensemble_on_cpu else 1
+
+
 def _settings(sweep: Sweep) -> dict:
     return {"checkpoint_min_epochs": sweep.checkpoint_min_epochs, "checkpoint_every": sweep.checkpoint_every,
             "keep_checkpoints": sweep.keep_checkpoints}
@@ -169,13 +193,15 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
               workers: int | None = None, threads_per_worker: int | None = None, launcher: str = "local",
               address: str | None = None, gpus_per_run: float = 0.0, extend: bool = False,
               stream: TextIO | None = None, only: Callable[[dict], bool] | None = None,
-              ensemble_size: int = 1, devices=None, runs_per_device: int | None = None) -> SweepResult:
+              ensemble_size: int = 1, devices=None, runs_per_device: int | None = None,
+              ensemble_on_cpu: bool = False) -> SweepResult:
     """Run (or resume) a sweep; return what happened. Raises ``ConfigError`` before any run
     for a malformed sweep, a different grid in ``out`` or a sweep already running there.
 
     ``workers=0`` runs in this process (no worker processes; for debugging).
     ``ensemble_size`` > 1 packs compatible runs into vectorised ensembles of that many members
-    (:mod:`grok_lightning.sweep.packing`); records are the same as without.
+    (:mod:`grok_lightning.sweep.packing`); records are the same as without. Runs that train on
+    CPU are not packed unless ``ensemble_on_cpu`` (:func:`ensemble_size_for`).
     ``devices`` (a count, or device numbers ``"0,2"``) pins each local worker to one GPU, round
     robin, ``runs_per_device`` workers per GPU (:mod:`grok_lightning.sweep.devices`); it also
     sets the default number of workers to devices x runs per device.
@@ -190,6 +216,12 @@ def run_sweep(target: str | Path, profile: str | None = None, out: str | Path | 
     default_workers = workers_for_devices(device_list, runs_per_device) or default_workers
     chosen = LAUNCHERS[launcher]
     chosen.check(LaunchSettings(0, threads, address, gpus_per_run, device_list))
+    if ensemble_size > 1:
+        on_gpu = chosen.on_gpu(LaunchSettings(0, threads, address, gpus_per_run, device_list))
+        if ensemble_size_for(ensemble_size, on_gpu, ensemble_on_cpu) == 1:
+            stream.write(f"--ensemble-size {ensemble_size}: the runs train on CPU, where an ensemble costs more per "
+                         "member than single runs (docs/performance.md): single runs (--ensemble-on-cpu packs them)\n")
+            ensemble_size = 1
     sweep, runs, store = prepare(target, profile, out, extend=extend)
     refuse_links(store.given)  # before the first write: nothing in the folder may lead out of it
     with store.lock():
