@@ -74,36 +74,25 @@ def _refuse_folder(path: Path) -> None:
 
 
 def write_json_atomic(path: str | os.PathLike, payload: dict) -> Path:
-    """Write ``payload`` as JSON to ``path`` atomically (temp file + rename)."""
+    """Write ``payload`` as JSON to ``path`` atomically (temp file + rename), creating its folder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, json.dumps(json_safe(payload), indent=1, sort_keys=False))
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a new temporary file (created, never opened through a
+    link), flushed to disk, then renamed over ``path``, which replaces a symbolic link planted there
+    instead of writing where it points."""
+    path = Path(path)
     _refuse_folder(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, FILE_MODE)  # mkstemp makes 0600; a record gets the user's normal mode
         with os.fdopen(fd, "w") as handle:
-            json.dump(json_safe(payload), handle, indent=1, sort_keys=False)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically: a new temporary file (created, never opened through a
-    link) renamed over ``path``, which replaces a symbolic link planted there instead of writing
-    where it points."""
-    path = Path(path)
-    _refuse_folder(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
