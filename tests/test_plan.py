@@ -34,7 +34,7 @@ def make_claim(claim_id: str, kind: str = "fraction", text: str = "10/10", n: in
 def write_record(store: Path, name: str, final_epoch: int, cpu: float | None, wall: float = 0.0, threads: int = 1,
                  started_at: int | None = None, **extra) -> None:
     record = {"status": "completed", "final_epoch": final_epoch, "cpu_time_s": cpu, "wall_time_s": wall,
-              "environment": {"torch_threads": threads}, "config": {}, **extra}
+              "environment": {"torch_threads": threads}, "config": {}, "history": {"epoch": [final_epoch]}, **extra}
     if started_at is not None:
         record["started_from"] = {"run_id": "x", "name": None, "epoch": started_at}
     path = store / "runs" / name / "record.json"
@@ -164,7 +164,8 @@ def test_the_plan_ranks_tables_and_draws_from_synthetic_claims_records_and_power
     assert dear.cpu_h == pytest.approx(4.0) and dear.gain == 0.0        # c.b reaches 4 of the 5 it needs
     assert second.gain == 1.0 and plan.n_at("second", "c.b") == 5
     text = markdown(plan)
-    assert "| 1 | cheap | 2 | 0.20 | 1 | 1.00 | 5 | 0.20 | 1.0 [1.0, 1.0] | `echo cheap` (to build first: synthetic) |" in text
+    assert ("| 1 | cheap | 2 | 0.20 | 1 | 1.00 | 1.00 +- 0.00 | 5 | 0.20 | 1.0 [1.0, 1.0] | `echo cheap` (to build first: "
+            "synthetic) |") in text
     assert "- c.z: no scorer" in text and "Power: a step function." in text
     image = figure(plan, tmp_path / "plan.png")
     assert image.stat().st_size > 10_000
@@ -239,14 +240,104 @@ def test_the_shipped_catalogue_covers_every_undecided_claim_and_its_adopted_flag
         assert c.feeds or c.proposed, f"{c.name} feeds no claim"
 
 
-# --- the shipped power: the report's present rule, simulated ---------------------------------------------
-def test_the_present_rule_power_of_a_count_one_run_short_of_deciding():
-    from reproduce.claims import claim
-    from reproduce.plan.power import current_rule_power
+# --- a stored sweep and a target as campaigns -----------------------------------------------------------
+def _stored(tmp_path: Path) -> Path:
+    """A store as `grok-lightning sweep run` leaves it (sweep.yaml, plan.json), no run trained."""
+    from grok_lightning.sweep.grid import expand, load_sweep
+    from grok_lightning.sweep.store import SweepStore
 
-    fire = claim("lock.fire_grok")                              # 15/15 against the paper's 15/15, margin 0.2
-    entries = [{"claim": fire, "row": {"n": 15, "ours": 1.0, "ours_ci": [0.7961, 1.0]}, "verdict": "inconclusive"}]
-    power = current_rule_power(entries)
-    assert power(fire, 15) == 0.0                              # Wilson's 15/15 reaches below 1 - 0.2
-    assert 0.9 < power(fire, 16) < 1.0                         # decided when the 16th run groks too
-    assert power(fire, 16) == current_rule_power(entries)(fire, 16)   # deterministic
+    sweep = load_sweep(_sweep(tmp_path), "test")
+    store = tmp_path / "stored"
+    SweepStore(store).initialize(sweep, expand(sweep))
+    return store
+
+
+def test_a_stored_campaign_models_the_stored_sweep_and_extends_it_run_for_run(tmp_path, capsys):
+    from grok_lightning.sweep.grid import expand, load_sweep
+    from reproduce.plan.__main__ import main
+    from reproduce.plan.catalogue import stored_sweep_files
+
+    store = _stored(tmp_path)
+    (tmp_path / "sweep.yaml").write_text("name: edited\n")    # the sweep file changed since: the store still says
+    catalogue = tmp_path / "campaigns.yaml"
+    catalogue.write_text(yaml.safe_dump({"test": {"campaigns": {
+        "running": {"stored": True, "store": str(store), "feeds": {"wd.bin_0.5": 4}},
+        "more": {"stored": True, "store": str(store), "add": {"grid": {"seed": [2]}}, "after": ["running"],
+                 "feeds": {"wd.bin_0.5": 2}}}}}))
+    campaigns = load_catalogue("test", catalogue, claim_ids={"wd.bin_0.5"}).campaigns
+    stored_ids = {e["run_id"] for e in json.loads((store / "plan.json").read_text())["runs"]}
+    assert {r.run_id for r in campaigns["running"].runs()} == stored_ids and not campaigns["running"].add
+    more = campaigns["more"].runs()
+    assert sorted(r.name.rsplit("_", 1)[0] for r in more) == ["wd0.1_seed2", "wd1.0_seed2"]
+    path, profile = stored_sweep_files(campaigns["more"], tmp_path / "derived")   # what `run` extends the store with
+    assert {r.run_id for r in expand(load_sweep(path, profile))} == stored_ids | {r.run_id for r in more}
+    assert campaigns["more"].run_command("test") == "python -m reproduce.plan run more --profile test"
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "more", "--profile", "test", "--catalogue", str(catalogue), "--dry-run"])
+    assert stop.value.code == 0 and "2 to train" in capsys.readouterr().out
+    assert {e["run_id"] for e in json.loads((store / "plan.json").read_text())["runs"]} == stored_ids  # untouched
+    with pytest.raises(ConfigError, match="profile come.s. from the stored sweep"):
+        load_catalogue("test", _write(tmp_path, {"bad": {"stored": True, "store": str(store), "profile": "test",
+                                                           "feeds": {"wd.bin_0.5": 1}}}), claim_ids={"wd.bin_0.5"})
+    gone = Campaign(name="gone", feeds={}, stored=True, store=str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match="has no sweep.yaml"):
+        gone.runs()
+
+
+def _write(tmp_path: Path, campaigns: dict) -> Path:
+    path = tmp_path / "other.yaml"
+    path.write_text(yaml.safe_dump({"test": {"campaigns": campaigns}}))
+    return path
+
+
+def test_a_target_campaign_is_costed_from_its_groups_and_trained_by_its_command(tmp_path):
+    store = tmp_path / "results" / "A"
+    write_record(store, "r1", 1000, 600.0)
+    path = _write(tmp_path, {"fig": {"command": "make reproduce-fig8", "feeds": {"wd.bin_0.5": 2},
+                                     "groups": [{"runs": 2, "horizon": 500, "cost_like": str(store)}]}})
+    campaign = load_catalogue("test", path, claim_ids={"wd.bin_0.5"}).campaigns["fig"]
+    assert campaign.runnable and not campaign.by_sweep and campaign.run_command("test") == "make reproduce-fig8"
+    assert campaign_cost(campaign, load_usages(tmp_path / "results"), {}).cpu_h == pytest.approx(2 * 500 * 0.6 / 3600)
+
+
+# --- the shipped power: the report's verdict rule, simulated by reproduce.report.oc ------------------------
+def test_the_shipped_power_is_the_rules_simulated_probability():
+    from reproduce.plan.power import rule_power
+    from reproduce.report import Row, claim, decide_probability
+    from reproduce.report.oc import REPS, model, our_spread, reject_probability
+
+    level, one_run = claim("fig2.s_bar_init"), claim("fig6.pr_norm_20000")
+    peak, entropy_p = claim("e12.A_peak.0.05"), claim("fig4.entropy_std_p")
+    ours = Row("peak", 0.361, "medium", 8, claim=peak.id, ours_ci=(0.31, 0.412), horizon=10000)
+    short = Row("peak", 0.361, "medium", 8, claim=peak.id, ours_ci=(0.31, 0.412), horizon=4000)
+    p_row = Row("p", 0.052, "medium", 8, claim=entropy_p.id)
+    power = rule_power([{"claim": level, "row": None}, {"claim": peak, "row": ours}, {"claim": entropy_p, "row": p_row}])
+    # no row of ours: a faithful replicate of the paper, exactly decide_probability's default
+    assert 0.0 < power(level, 3) == decide_probability(level.id, 3, reps=REPS) < 1.0
+    # a value of one paper run: our runs' prediction interval needs 3
+    assert power(one_run, 2) == 0.0 and power(one_run, 3) == 1.0
+    # our estimate and measured spread at the claim's horizon are what is simulated; a shorter run is not
+    sd = our_spread(ours, model(peak.id))
+    assert power(peak, 4) == decide_probability(peak.id, 4, truth=0.361, sd=sd, reps=REPS)
+    assert rule_power([{"claim": peak, "row": short}])(peak, 4) == decide_probability(peak.id, 4, reps=REPS)
+    # a p-value the paper rejects: decided when ours rejects too, the power of its test at our effect
+    assert 0.5 < power(entropy_p, 12) == reject_probability(entropy_p, 12, p_row) < 1.0
+    assert power(level, 0) == 0.0 and power(level, 3) == rule_power([{"claim": level, "row": None}])(level, 3)
+
+
+def test_the_report_and_the_planner_agree_on_how_many_runs_decide_a_claim():
+    import re
+
+    from reproduce.plan.power import rule_power
+    from reproduce.report import Row, claim, judge
+    from reproduce.report.oc import POWER, more_runs
+
+    # Fig. 2's peak from 3 runs: an order statistic's 75% interval, too weak to decide
+    peak = claim("fig2.s_bar_peak")
+    r = Row("peak", 0.9784, "medium", 3, claim=peak.id, ours_ci=(0.9784, 0.9847), ci_level=0.75, horizon=2000)
+    said = more_runs(r, peak, judge(r))
+    n = int(re.match(r"about (\d+) runs would decide it", said)[1])
+    power = rule_power([{"claim": peak, "row": r}])
+    assert power(peak, n) >= POWER > power(peak, n - 1)
+    assert n == 5      # 4 runs' range covers 88%, 5 runs' 94%
+

@@ -82,6 +82,11 @@ def _run(args) -> None:
     if not campaign.runnable:
         raise ConfigError(f"campaign {campaign.name} is proposed, not runnable yet: {campaign.proposed} "
                           f"(then: {campaign.command})")
+    if not campaign.by_sweep:
+        raise ConfigError(f"campaign {campaign.name} is trained by its target: {campaign.command}")
+    if campaign.stored:
+        _run_stored(campaign, args)
+        return
     runs = campaign.runs()
     final = final_run_ids(campaign.store)
     todo = {r.run_id for r in runs if r.run_id not in final}
@@ -121,9 +126,43 @@ def _run(args) -> None:
     sys.exit(0 if result.ok else 1)
 
 
+def _run_stored(campaign, args) -> None:
+    """A stored campaign: the stored sweep resumed in place, or extended by its additions."""
+    import tempfile
+
+    from grok_lightning.sweep.cli import main as sweep_main
+    from grok_lightning.sweep.launchers import run_sweep
+    from reproduce.plan.catalogue import stored_sweep_files
+    from reproduce.plan.costs import final_run_ids
+
+    store = REPO / campaign.store
+    runs = campaign.runs()
+    todo = {r.run_id for r in runs if r.run_id not in final_run_ids(campaign.store)}
+    print(f"campaign {campaign.name}: {len(runs)} runs of the sweep stored in {store}, {len(runs) - len(todo)} final, "
+          f"{len(todo)} to train")
+    if args.dry_run:  # the sweep runner's own dry run of what the store would hold; nothing is written
+        with tempfile.TemporaryDirectory(prefix="campaign-") as folder:
+            argv = ["run", str(store)]
+            if campaign.add:
+                sweep_file, profile = stored_sweep_files(campaign, Path(folder))
+                argv = ["run", str(sweep_file), "--out", str(store), "--extend"] + (["--profile", profile] if profile else [])
+            sys.exit(sweep_main(argv + ["--dry-run"]))
+    target, profile = stored_sweep_files(campaign, store.parent / "campaigns") if campaign.add else (store, None)
+    if not todo:
+        print("nothing to train")
+        return
+    result = run_sweep(target, profile=profile, out=store if campaign.add else None, workers=args.workers,
+                       extend=bool(campaign.add), only=lambda entry: entry["run_id"] in todo)
+    sys.exit(0 if result.ok else 1)
+
+
 def _adopt(args) -> None:
     campaign = _campaign(args)
-    if not campaign.runnable or not campaign.add:
+    if campaign.stored:
+        print(f"campaign {campaign.name} models the sweep stored in {campaign.store}: its runs join that store's "
+              "sweep.yaml when they run; there is nothing to adopt")
+        return
+    if not campaign.by_sweep or not campaign.add:
         raise ConfigError(f"campaign {campaign.name} has no additions to adopt")
     if campaign.adopted:
         print(f"campaign {campaign.name} is adopted already: its runs are in {campaign.sweep} ({campaign.profile})")

@@ -1,6 +1,6 @@
 """The campaign catalogue (``configs/campaigns.yaml``): which runs would decide which claims.
 
-A campaign is a set of runs that share a configuration. Two forms:
+A campaign is a set of runs that share a configuration. Four forms:
 
 * a **sweep campaign** names a sweep file, one of its profiles and the store the reproduce target
   reads (``store``, a folder under ``results/``), and either the runs it ``add``\\ s to that
@@ -8,6 +8,13 @@ A campaign is a set of runs that share a configuration. Two forms:
   profile's zip group, the same keys) or nothing (the profile's runs as they are). Its runs are
   derived from the sweep file, so they are exactly the runs the target will read. It is run by
   ``python -m reproduce.plan run NAME``.
+* a **stored campaign** (``stored: true``) models its runs by the sweep already stored in ``store``
+  (its ``sweep.yaml``, written when that sweep started, whatever its sweep file says today), plus
+  the values it ``add``\\ s to the stored grid; run the same way (a stored sweep without additions
+  resumes in place).
+* a **target campaign** (``command`` and ``groups``, nothing proposed) is trained by a reproduce
+  target that derives its own runs (E12's groups start from the control runs' checkpoints), and is
+  costed from ``groups`` as a proposed one.
 * a **proposed campaign** (``proposed``: what must be built before it can run, ``command``: what
   will run it then) is costed from ``groups`` of runs: ``runs``, ``horizon``, ``start`` (the epoch
   it starts from: a record field read from a store, or an ``assume``\\ d epoch) and ``cost_like``
@@ -16,8 +23,8 @@ A campaign is a set of runs that share a configuration. Two forms:
 Both say which claims of ``reference/claims.csv`` they ``feed`` and how many runs they add to each
 claim's n (a claim id that is not in the table is an error). ``replaces: true`` says the campaign's
 runs replace the target's current runs for those claims (a new store at a longer horizon), so n
-starts from 0; ``after`` names campaigns it needs first (a claim pooled over both). ``undecidable``
-lists the claims no run can decide, with why.
+starts from 0; ``after`` names campaigns it needs first (a claim pooled over both, a shared store).
+``undecidable`` lists the claims no campaign can decide yet, with what they need.
 
 ``adopted``: whether the campaign's additions are already in the sweep file's profile. After a
 campaign has run, its additions are moved into the profile (``python -m reproduce.plan adopt NAME``
@@ -28,6 +35,7 @@ so only adopted runs count. The loader checks that the flag says the truth.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,12 +46,14 @@ from grok_lightning.sweep.grid import RunSpec, Sweep, _find_base, expand, load_s
 from reproduce.common import REPO, sweep_path
 
 __all__ = ["CATALOGUE", "Campaign", "Catalogue", "Group", "absolute_bases", "adopted_axes", "derived_sweep_data",
-           "load_catalogue"]
+           "load_catalogue", "stored_sweep", "stored_sweep_files"]
 
 CATALOGUE = REPO / "configs" / "campaigns.yaml"
 CAMPAIGN_KEYS = {"sweep", "profile", "store", "add", "adopted", "epochs", "cost_like", "replaces", "after", "also",
-                 "feeds", "proposed", "command", "groups"}
+                 "feeds", "proposed", "command", "groups", "stored"}
 GROUP_KEYS = {"runs", "horizon", "start", "cost_like", "why"}
+#: keys a stored campaign takes its values from the stored sweep instead
+NOT_STORED = ("sweep", "profile", "adopted")
 EPOCH_RULES = ("horizon", "like", "claim")
 
 
@@ -67,6 +77,7 @@ class Campaign:
     sweep: str | None = None
     profile: str | None = None
     store: str | None = None
+    stored: bool = False
     add: dict = field(default_factory=dict)
     adopted: bool = False
     epochs: dict | None = None
@@ -82,6 +93,12 @@ class Campaign:
     def runnable(self) -> bool:
         return self.proposed is None
 
+    @property
+    def by_sweep(self) -> bool:
+        """Whether its runs are derived from a sweep (a sweep file's profile or a stored sweep) and
+        trained by ``python -m reproduce.plan run``; else a target or a proposal trains them."""
+        return self.runnable and (self.sweep is not None or self.stored)
+
     def run_command(self, plan_profile: str) -> str:
         """The one command that trains the campaign."""
         if self.command:
@@ -92,7 +109,13 @@ class Campaign:
         return sweep_path(self.sweep)
 
     def runs(self) -> list[RunSpec]:
-        """The campaign's runs, derived from its sweep file (module docstring)."""
+        """The campaign's runs, derived from its sweep file or stored sweep (module docstring)."""
+        if self.stored:
+            added = expand(stored_sweep(self))
+            if not self.add:
+                return added
+            before = {r.run_id for r in expand(stored_sweep(self, remove=True))}
+            return [r for r in added if r.run_id not in before]
         original = load_sweep(self.sweep_file(), self.profile)
         if not self.add:
             return expand(original)
@@ -112,6 +135,44 @@ class Catalogue:
 
     def feeding(self, claim_id: str) -> list[str]:
         return [c.name for c in self.campaigns.values() if claim_id in c.feeds]
+
+
+# --- a stored sweep with a campaign's additions ----------------------------------------------------
+def stored_sweep(campaign: Campaign, remove: bool = False) -> Sweep:
+    """The sweep stored in the campaign's store with its grid additions (``remove``: without
+    them, whether or not the store holds them already); a missing store is one error line."""
+    from grok_lightning.sweep.store import SweepStore
+
+    root = REPO / campaign.store
+    if not (root / "sweep.yaml").is_file():
+        raise ConfigError(f"campaign {campaign.name}: {campaign.store} has no sweep.yaml (a stored campaign models "
+                          "the sweep stored there: ship its sweep.yaml and plan.json)")
+    sweep = SweepStore(root).load_sweep()
+    grid = dict(sweep.grid)
+    for key, values in (campaign.add.get("grid") or {}).items():
+        name = _key_in(grid, key, f"campaign {campaign.name}: add.grid")
+        kept = [v for v in grid[name] if v not in values]
+        grid[name] = kept if remove else kept + list(values)
+    return dataclasses.replace(sweep, grid=grid)
+
+
+def stored_sweep_files(campaign: Campaign, folder: Path) -> tuple[Path, str]:
+    """A sweep file (and its base config beside it) in ``folder`` that expands to the stored sweep
+    with the campaign's additions, run for run (the same configs, hence the same run ids): what
+    ``--extend`` adds to the store. Returns the file and the profile to run it with."""
+    sweep = stored_sweep(campaign)
+    folder.mkdir(parents=True, exist_ok=True)
+    base = folder / f"{campaign.name}.base.yaml"
+    base.write_text(f"# the base config inlined in {campaign.store}/sweep.yaml\n" + yaml.safe_dump(sweep.base, sort_keys=False))
+    data = {"name": sweep.name, "base": str(base.resolve()), "checkpoint_min_epochs": sweep.checkpoint_min_epochs,
+            "checkpoint_every": sweep.checkpoint_every, "keep_checkpoints": sweep.keep_checkpoints,
+            "overrides": sweep.overrides, "grid": sweep.grid, "zip": sweep.zips or None,
+            "profiles": {sweep.profile: {}} if sweep.profile else None}
+    path = folder / f"{campaign.name}.yaml"
+    path.write_text(f"# {campaign.store}/sweep.yaml with campaign {campaign.name}'s runs added, written by python -m "
+                    "reproduce.plan run\n" + yaml.safe_dump({k: v for k, v in data.items() if v is not None},
+                                                             sort_keys=False))
+    return path, sweep.profile
 
 
 # --- the profile with a campaign's additions -------------------------------------------------------
@@ -260,17 +321,28 @@ def _campaign(name: str, raw, claim_ids, where: str) -> Campaign:
     common = dict(name=name, feeds=dict(feeds), replaces=bool(raw.get("replaces", False)),
                   after=tuple(raw.get("after") or ()),
                   also=tuple(_group(g, f"{where}.also[{i}]") for i, g in enumerate(raw.get("also") or [])))
+    groups = tuple(_group(g, f"{where}.groups[{i}]") for i, g in enumerate(raw.get("groups") or []))
     if raw.get("proposed"):
-        if not raw.get("command") or not raw.get("groups"):
+        if not raw.get("command") or not groups:
             raise ConfigError(f"{where}: a proposed campaign needs command and groups")
-        return Campaign(proposed=str(raw["proposed"]), command=str(raw["command"]),
-                        groups=tuple(_group(g, f"{where}.groups[{i}]") for i, g in enumerate(raw["groups"])), **common)
-    for key in ("sweep", "profile", "store"):
-        if not raw.get(key):
-            raise ConfigError(f"{where}: missing {key!r} (or give 'proposed' with groups)")
+        return Campaign(proposed=str(raw["proposed"]), command=str(raw["command"]), groups=groups, **common)
+    if groups and not raw.get("sweep") and not raw.get("stored"):
+        if not raw.get("command"):
+            raise ConfigError(f"{where}: a target campaign (groups without a sweep) needs the command that trains it")
+        return Campaign(command=str(raw["command"]), groups=groups, **common)
     add = raw.get("add") or {}
     if set(add) - {"grid", "zip"}:
         raise ConfigError(f"{where}.add: only grid and zip")
+    if raw.get("stored"):
+        given = [key for key in NOT_STORED if key in raw]
+        if given or not raw.get("store") or "zip" in add:
+            raise ConfigError(f"{where}: a stored campaign gives its store and may add grid values; "
+                              f"{', '.join(given) or 'zip'} come(s) from the stored sweep")
+        return Campaign(stored=True, store=str(raw["store"]), add=dict(add), epochs=epochs,
+                        cost_like=dict(raw.get("cost_like") or {}), **common)
+    for key in ("sweep", "profile", "store"):
+        if not raw.get(key):
+            raise ConfigError(f"{where}: missing {key!r} (or give stored: true, or groups with a command)")
     return Campaign(sweep=str(raw["sweep"]), profile=str(raw["profile"]), store=str(raw["store"]), add=dict(add),
                     adopted=bool(raw.get("adopted", not add)), epochs=epochs, cost_like=dict(raw.get("cost_like") or {}),
                     command=raw.get("command"), **common)

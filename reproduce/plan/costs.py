@@ -285,7 +285,7 @@ def _group_cost(group, usages) -> tuple[float, str]:
 def campaign_cost(campaign, usages, claims) -> CampaignCost:
     """The CPU-hours of the runs a campaign still has to train (module docstring)."""
     lines, cpu_h, total, pending_n = [], 0.0, 0, 0
-    if campaign.runnable:
+    if campaign.by_sweep:
         runs = campaign.runs()
         final = final_run_ids(campaign.store)
         pending = [r for r in runs if r.run_id not in final]

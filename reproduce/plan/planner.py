@@ -9,8 +9,9 @@ from grok_lightning.config import ConfigError
 from reproduce.common import REPO
 from reproduce.plan.catalogue import CATALOGUE, Catalogue, load_catalogue
 from reproduce.plan.costs import CampaignCost, campaign_cost, load_usages
-from reproduce.plan.power import current_rule_power, decided, field, row_n
+from reproduce.plan.power import decided, field, row_n, rule_power
 from reproduce.plan.ranking import Option, Step, greedy, n_after
+from reproduce.report.oc import REPS
 
 __all__ = ["Plan", "build_plan", "default_power", "today"]
 
@@ -44,17 +45,20 @@ def today(results: Path) -> list[dict]:
 
 def default_power(entries: list[dict]):
     """The power function the shipped planner ranks with, and its name for the table."""
-    return current_rule_power(entries), "the report's present verdict rule, simulated (reproduce/plan/power.py)"
+    return rule_power(entries), (f"the report's verdict rule, simulated from today's rows "
+                                 f"(reproduce.report.oc.decided_at, {REPS} replicates per claim and n)")
 
 
 def _check_adoption(catalogue: Catalogue) -> None:
     """``adopted`` must say whether the campaign's runs are in its sweep file's profile."""
     for c in catalogue.campaigns.values():
-        if not c.runnable or not c.add:
+        if not c.by_sweep or not c.add:
             continue
         try:
             runs = c.runs()
         except ConfigError as err:
+            if c.stored:  # a stored sweep holds its additions once run: nothing to adopt
+                raise
             state = "adopted: true, but its additions are not all in" if c.adopted else \
                 "adopted: false, but its additions are already in"
             raise ConfigError(f"campaign {c.name}: {state} {c.sweep} ({c.profile}): {err}") from None

@@ -8,7 +8,9 @@ function ``power(claim, n_after) -> P(decided)`` (``None``: no model, counted as
   S replaces the runs it was read from) plus the runs every campaign of S adds to it;
 * the greedy order takes, at each step, the campaign whose value added per CPU-hour is largest
   (a campaign waits for those it comes ``after``); a campaign's "expected decided" is what it adds
-  in that order (a second campaign on the same claims adds less than it would alone);
+  in that order (a second campaign on the same claims adds less than it would alone), with the
+  standard deviation of that number: each claim is decided by this step and not before with
+  probability ``q = P_after - P_before`` (more runs never undo a decision), variance ``sum q (1 - q)``;
 * the curve is the value against the CPU-hours spent, with a band of +-1.96 standard deviations of
   the number decided, the claims taken as independent Bernoulli trials (variance ``sum P (1 - P)``).
 """
@@ -40,6 +42,7 @@ class Step:
     name: str
     cpu_h: float
     gain: float  # expected claims decided that this campaign adds, in the greedy order
+    gain_sd: float  # ... its standard deviation (module docstring)
     alone: float  # ... and on its own, from today's runs
     fed: int  # undecided claims it feeds
     unmodelled: int  # of those, claims the power function has no model for
@@ -98,13 +101,16 @@ def greedy(options: list[Option], undecided: dict, base_n: dict[str, int], power
             key = (round(ratio, 12), round(gain, 12), -option.cpu_h)
             if best_key is None or key > best_key:
                 best, best_key = option, key
+        before = probabilities(chosen, undecided, base_n, power)
         chosen.append(best)
         remaining.remove(best)
         probs = probabilities(chosen, undecided, base_n, power)
         new_value, variance = _value(probs)
         own = probabilities([best], undecided, base_n, power)
+        added = [min(max((probs[c] or 0.0) - (before.get(c) or 0.0), 0.0), 1.0) for c in own]
         spent += best.cpu_h
-        steps.append(Step(name=best.name, cpu_h=best.cpu_h, gain=new_value - value, alone=_value(own)[0],
+        steps.append(Step(name=best.name, cpu_h=best.cpu_h, gain=new_value - value,
+                          gain_sd=math.sqrt(sum(q * (1 - q) for q in added)), alone=_value(own)[0],
                           fed=len(own), unmodelled=sum(p is None for p in own.values()), cum_cpu_h=spent,
                           cum_expected=new_value, cum_sd=math.sqrt(variance),
                           probabilities={c: probs[c] for c in own}))
@@ -115,7 +121,7 @@ def greedy(options: list[Option], undecided: dict, base_n: dict[str, int], power
 def band(step: Step) -> tuple[float, float]:
     """The cumulative curve's 95% band at a step (never below 0).
 
-    >>> s = Step("a", 1.0, 1.0, 1.0, 2, 0, 1.0, 1.0, 0.5)
+    >>> s = Step("a", 1.0, 1.0, 0.0, 1.0, 2, 0, 1.0, 1.0, 0.5)
     >>> tuple(round(v, 3) for v in band(s))
     (0.02, 1.98)
     """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reproduce.plan.ranking import band
 
-__all__ = ["BEGIN", "END", "detail", "figure", "markdown", "write_block"]
+__all__ = ["BEGIN", "END", "detail", "figure", "markdown", "probabilities_cell", "write_block"]
 
 BEGIN, END = "<!-- plan:begin -->", "<!-- plan:end -->"
 
@@ -20,22 +20,39 @@ def _rate(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.3g}"
 
 
+def probabilities_cell(probabilities: dict) -> str:
+    """The P(decided) of a campaign's claims, most likely first, equal ones counted.
+
+    >>> probabilities_cell({"a": 1.0, "b": 0.999, "c": 0.5, "d": None})
+    '1.00 x2, 0.50, no model x1'
+    """
+    known = sorted((p for p in probabilities.values() if p is not None), reverse=True)
+    shown = [f"{p:.2f}" for p in known]
+    parts = [f"{p} x{shown.count(p)}" if shown.count(p) > 1 else p for p in dict.fromkeys(shown)]
+    missing = sum(p is None for p in probabilities.values())
+    return ", ".join(parts + ([f"no model x{missing}"] if missing else [])) or "-"
+
+
 def markdown(plan) -> str:
     """The ranked table and the lists under it (one markdown block)."""
     lines = [f"Profile **{plan.profile}**: {len(plan.undecided)} claims undecided today (inconclusive or not run "
              f"here); {sum(1 for c in plan.undecided if plan.catalogue.feeding(c))} of them fed by a campaign, "
-             f"{sum(1 for c in plan.undecided if c in plan.catalogue.undecidable)} undecidable by runs. "
+             f"{sum(1 for c in plan.undecided if c in plan.catalogue.undecidable)} without a campaign yet. "
              f"Power: {plan.power_name}.", "",
-             "| # | campaign | runs | CPU-h | claims fed | expected decided | per CPU-h | cumulative CPU-h | "
-             "cumulative expected (95% band) | command |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "P(decided) of each: every undecided claim the campaign feeds, at the n it has once the campaigns up "
+             "to this one have run; expected decided: what the campaign adds in this order (+- one standard "
+             "deviation).", "",
+             "| # | campaign | runs | CPU-h | claims fed | P(decided) of each | expected decided | per CPU-h | "
+             "cumulative CPU-h | cumulative expected (95% band) | command |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, step in enumerate(plan.steps, 1):
         c = plan.catalogue.campaigns[step.name]
         cost = plan.costs[step.name]
         fed = f"{step.fed}" + (f" ({step.unmodelled} without a power model)" if step.unmodelled else "")
         lo, hi = band(step)
         command = f"`{c.run_command(plan.profile)}`" + ("" if c.runnable else f" (to build first: {c.proposed})")
-        lines.append(f"| {i} | {step.name} | {cost.runs} | {_hours(step.cpu_h)} | {fed} | {step.gain:.2f} | "
+        lines.append(f"| {i} | {step.name} | {cost.runs} | {_hours(step.cpu_h)} | {fed} | "
+                     f"{probabilities_cell(step.probabilities)} | {step.gain:.2f} +- {step.gain_sd:.2f} | "
                      f"{_rate(step.per_cpu_h)} | {_hours(step.cum_cpu_h)} | {step.cum_expected:.1f} "
                      f"[{lo:.1f}, {hi:.1f}] | {command} |")
     if plan.done:
@@ -44,7 +61,7 @@ def markdown(plan) -> str:
         lines += ["", "Run already (every run has a final record in its store; adopted ones are in today's n): "
                   + ", ".join(names) + "."]
     if plan.catalogue.undecidable:
-        lines += ["", "Undecidable by runs (what they need instead):", ""]
+        lines += ["", "Without a campaign yet (what they need):", ""]
         lines += [f"- {claim_id}: {why}" for claim_id, why in plan.catalogue.undecidable.items()
                   if claim_id in plan.undecided]
     if plan.uncovered:
@@ -58,8 +75,12 @@ def detail(plan) -> str:
     lines = []
     for step in plan.steps:
         c = plan.catalogue.campaigns[step.name]
-        where = (f"{c.sweep} ({c.profile}) -> {c.store}" + (", adopted" if c.adopted else ", additions not adopted yet")
-                 if c.runnable else f"proposed: {c.proposed}")
+        if c.stored:
+            where = f"the sweep stored in {c.store}" + (" with its additions" if c.add else "")
+        elif c.by_sweep:
+            where = f"{c.sweep} ({c.profile}) -> {c.store}" + (", adopted" if c.adopted else ", additions not adopted yet")
+        else:
+            where = f"trained by `{c.command}`" if c.runnable else f"proposed: {c.proposed}"
         lines += [f"**{step.name}**: {where}; {_hours(step.cpu_h)} CPU-h; alone {step.alone:.2f} expected decided.", ""]
         lines += [f"- {text}" for text in plan.costs[step.name].lines]
         fed = []
@@ -107,7 +128,7 @@ def figure(plan, path: Path) -> Path:
     ax.set_xlabel("cumulative CPU-hours (log scale; one thread, the shipped records' measured cost)")
     ax.set_ylabel(f"expected claims decided (of {len(plan.undecided)} undecided today)")
     ax.set_title(f"Run planner, profile {plan.profile}: campaigns in order of expected claims decided per CPU-hour "
-                 f"(numbers: the table's ranks)\npower: {plan.power_name}", fontsize=10)
+                 f"(numbers: the table's ranks)\npower: {plan.power_name}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()

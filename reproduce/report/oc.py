@@ -17,9 +17,11 @@ with a run-to-run sd of Delta and says so. Then :func:`judge` gives the verdict.
 Scenarios, at 1, 2, 4 and 10 times the paper's n (:data:`MULTIPLES`): ``exact`` (the truth is the
 paper's value), ``drawn`` (the truth drawn from the paper's own uncertainty: a faithful replicate
 of a study whose number is itself an estimate), ``delta`` and ``2delta`` (the truth one and two
-Deltas away). :func:`decide_probability` answers a planner: for a claim and a number of our runs,
-how likely the verdict is decided; :func:`more_runs` tells a report row how many runs would settle
-it, from the same simulation.
+Deltas away). :func:`decide_probability` asks the same of a claim and a number of our runs: how
+likely the verdict is decided. :func:`decided_at` asks it from what our row knows (our estimate and
+spread where it has them, :func:`replicate`): the run planner ranks campaigns by it, and
+:func:`more_runs` tells a report row how many runs would decide (or settle) it from the same call,
+so the two agree.
 """
 
 from __future__ import annotations
@@ -38,16 +40,20 @@ from grok_lightning.stats.significance import MIN_PAIRS_COHEN_D, cohens_d, cohen
 from reproduce.report.claims import Claim, claim
 from reproduce.report.rows import Row
 from reproduce.report.sources import claim_sample
-from reproduce.report.verdict import DECIDED, MIN_RUNS, Verdict, Word, judge
+from reproduce.report.verdict import ALPHA, DECIDED, MIN_RUNS, Verdict, Word, judge
 
-__all__ = ["MULTIPLES", "SCENARIOS", "Model", "characteristics", "decide_probability", "model", "more_runs"]
+__all__ = ["MULTIPLES", "REPS", "SCENARIOS", "Model", "Replicate", "characteristics", "decide_probability", "decided_at",
+           "model", "more_runs", "our_spread", "reject_probability", "replicate"]
 
 MULTIPLES = (1, 2, 4, 10)
 SCENARIOS = ("exact", "drawn", "delta", "2delta")
 #: the outcomes tallied: a verdict word's class in the simulation
 OUTCOMES = ("equivalent", "consistent", "not reproduced", "inconclusive")
-#: the power at which more runs "would settle" a comparison
+#: the power at which more runs "would decide" or "would settle" a comparison
 POWER = 0.8
+#: replicates per (claim, n) when a planner or a report row asks how many runs decide a claim: a
+#: probability to about +-0.03 (one standard error at 0.5), cheap enough to ask for every claim
+REPS = 200
 GRID = 10.0  # grok epochs are evaluated every 10 epochs
 
 
@@ -225,6 +231,20 @@ def _stable(text: str) -> int:
     return sum((i + 1) * ord(ch) for i, ch in enumerate(text))
 
 
+def _probability(m: Model, n: int, truth: float | None, settled: bool, reps: int, seed: int) -> float:
+    """The share of ``reps`` replicates of ``n`` runs drawn by ``m`` whose verdict is decided
+    (with ``settled``: equivalent or not reproduced); ``truth`` None draws it per replicate as a
+    faithful replicate does (the paper's value where its spread is assumed). One generator per
+    (seed, claim, n): the same question gets the same answer wherever it is asked."""
+    rng = np.random.default_rng([seed, _stable(m.claim.id), n])
+    wanted = {Word.EQUIVALENT, Word.NOT_REPRODUCED, Word.SAME_DIRECTION} if settled else DECIDED
+    hits = 0
+    for _ in range(reps):
+        t = m.truth("exact" if m.assumed else "drawn", rng) if truth is None else truth
+        hits += judge(m.draw(t, n, rng), m.claim).word in wanted
+    return hits / reps
+
+
 def decide_probability(claim_id: str, n: int, *, settled: bool = False, truth: float | None = None,
                        sd: float | None = None, reps: int = 400, seed: int = 0) -> float:
     """The simulated probability that ``n`` runs of ours give claim ``claim_id`` a decided verdict
@@ -232,7 +252,8 @@ def decide_probability(claim_id: str, n: int, *, settled: bool = False, truth: f
     ``truth``: the true value (default: drawn from the paper's own uncertainty, a faithful
     replicate; the paper's value where it publishes no spread); ``sd``: our per-run sd, where our
     runs have measured it (default: the paper's, or Delta's stand-in where it gives none).
-    A decision, identity or name is decided by any run: 1.0 from one run on.
+    A decision, identity or name is decided by any run: 1.0 from one run on (a planner asks
+    :func:`decided_at`, which gives a p-value the power of its test).
 
     >>> decide_probability("lock.fire_grok", 15, reps=100)
     1.0
@@ -244,17 +265,12 @@ def decide_probability(claim_id: str, n: int, *, settled: bool = False, truth: f
         return 1.0 if n >= 1 else 0.0
     if sd is not None:
         m = Model(m.claim, m.kind, sd, m.se, "our measured spread")
-    rng = np.random.default_rng([seed, _stable(claim_id), n])
-    wanted = {Word.EQUIVALENT, Word.NOT_REPRODUCED, Word.SAME_DIRECTION} if settled else DECIDED
-    hits = 0
-    for _ in range(reps):
-        t = m.truth("exact" if m.assumed else "drawn", rng) if truth is None else truth
-        hits += judge(m.draw(t, n, rng), m.claim).word in wanted
-    return hits / reps
+    return _probability(m, n, truth, settled, reps, seed)
 
 
-def _our_spread(r: Row, m: Model) -> float | None:
-    """Our per-run sd from the row, on the model's scale (None when the row has no interval)."""
+def our_spread(r: Row, m: Model) -> float | None:
+    """Our per-run sd from the row, on the model's scale (None when the row has no interval, or
+    fewer than 3 runs of a one-run or sample claim)."""
     if len(r.runs) >= 3 and m.kind in ("one run", "sample"):
         x = np.log(r.runs) if m.multiplicative else np.asarray(r.runs)
         return float(np.std(x, ddof=1))
@@ -267,34 +283,110 @@ def _our_spread(r: Row, m: Model) -> float | None:
     return (hi - lo) / 2 / q * math.sqrt(r.n) / (1.2533 if m.kind == "median" else 1.0)
 
 
-def more_runs(r: Row, c: Claim, v: Verdict, reps: int = 100, seed: int = 0) -> str:
-    """For a row that is consistent but not equivalent, or inconclusive for want of runs: the
-    number of runs at which the rule, simulated at our estimate and our spread, settles it
-    (equivalent or not reproduced) with :data:`POWER`, or why no number does. '' otherwise."""
+@dataclass(frozen=True)
+class Replicate:
+    """How more runs of a claim's configuration are simulated (:func:`replicate`): the replicate
+    model, the true value (None: drawn per replicate, a faithful replicate of the paper) and the
+    words that say which, for a report row."""
+
+    model: Model
+    truth: float | None
+    basis: str
+
+
+def replicate(c: Claim, r: Row | None = None) -> Replicate | None:
+    """More runs of claim ``c`` as a planner and a report row simulate them, from what our row
+    knows: around our estimate with our per-run spread where the row has both at the claim's
+    horizon (a count: binomial at our fraction; a one-run claim: the centre of our runs), else a
+    faithful replicate of the paper (:func:`decide_probability`'s default). Where our row's interval
+    has an order statistic's coverage rather than a nominal 95%, our estimator is a median of runs
+    and is drawn as one, so the rule sees the coverage it will see (75% from 3 runs, 94% from 5).
+    None for a claim without a replicate model (a decision, identity or name)."""
+    m = model(c.id)
+    if m is None:
+        return None
+    usable = (r is not None and r.ours is not None and not r.invalid
+              and (r.horizon is None or c.horizon is None or r.horizon >= c.horizon or bool(r.horizon_final)))
+    if usable and m.kind in ("mean", "normal") and r.ours_ci is not None and abs(r.ci_level - 0.95) > 1e-9:
+        m = Model(m.claim, "median", m.sd, m.se, m.assumed)
+    faithful = Replicate(m, None, "for a faithful replicate of the paper")
+    if not usable or m.kind in ("d", "paired d"):  # a run shorter than the claim's horizon measures another quantity
+        return faithful
+    if m.kind == "count":
+        return Replicate(m, float(r.ours), "at our estimate and spread")
+    sd = our_spread(r, m)
+    if not sd:
+        return faithful
+    truth = float(r.ours)
+    if m.kind == "one run" and r.runs:  # the centre of our runs, not the lead run alone
+        truth = float(np.exp(np.mean(np.log(r.runs))) if m.multiplicative else np.mean(r.runs))
+    return Replicate(Model(m.claim, m.kind, sd, m.se, "our estimate and spread"), truth, "at our estimate and spread")
+
+
+def reject_probability(c: Claim, n: int, r: Row | None = None) -> float:
+    """P(``n`` runs of ours decide p-value claim ``c``): any verdict decides where the paper's p is
+    not below alpha; where it is, ours must reject too (a p above alpha is no evidence of no
+    effect). The power of a two-sided one-sample t test at the per-run standardised effect that a
+    p at its n implies: our row's where it is at the claim's horizon, else the paper's. Exact for
+    the paired t tests; for a permutation or rank test of two groups, their n pooled, an
+    approximation.
+
+    >>> from reproduce.report.claims import claim
+    >>> reject_probability(claim("fig4.tail_drift_p"), 8)  # the paper's p is 0.164: any run decides
+    1.0
+    >>> round(reject_probability(claim("e12.B-A.p.0.05"), 10), 2)  # at the paper's own p and n
+    0.92
+    """
+    alpha = c.margin or ALPHA
+    if float(c.value) >= alpha:
+        return 1.0 if n >= 1 else 0.0
+    if n < 2:
+        return 0.0
+    at_horizon = r is not None and (r.horizon is None or c.horizon is None or r.horizon >= c.horizon)
+    p, runs = (r.ours, r.n) if at_horizon and isinstance(r.ours, float) and r.n >= 2 else (float(c.value), c.n or 2)
+    effect = float(sps.t.isf(min(max(p, 1e-300), 1.0) / 2, runs - 1)) / math.sqrt(runs)
+    critical, shift = float(sps.t.isf(alpha / 2, n - 1)), effect * math.sqrt(n)
+    return float(sps.nct.sf(critical, n - 1, shift) + sps.nct.cdf(-critical, n - 1, shift))
+
+
+def decided_at(c: Claim, n: int, r: Row | None = None, *, settled: bool = False, reps: int = REPS,
+               seed: int = 0) -> float:
+    """The simulated probability that ``n`` runs of ours decide claim ``c`` (with ``settled``:
+    equivalent or not reproduced), from what our row ``r`` knows (:func:`replicate`); a p-value by
+    :func:`reject_probability`, another decision, identity or name 1.0 from one run on. The
+    planner's power and a report row's "runs would decide it" are both this function."""
+    if c.kind == "p-value":
+        return reject_probability(c, n, r)
+    rep = replicate(c, r)
+    if rep is None:
+        return 1.0 if n >= 1 else 0.0
+    return _probability(rep.model, n, rep.truth, settled, reps, seed)
+
+
+def more_runs(r: Row, c: Claim, v: Verdict, reps: int = REPS, seed: int = 0) -> str:
+    """How many runs would decide an inconclusive row, or settle (equivalent or not reproduced) a
+    consistent one, with :data:`POWER`: the first n (each up to 10, then 1.5 times apart) at which
+    :func:`decided_at` reaches it (what a planner asks at that n), or why no number does. Settling
+    depends on our gap, so a consistent row needs our estimate and spread; '' otherwise."""
     if v.word not in (Word.CONSISTENT, Word.INCONCLUSIVE) or r.ours is None or r.invalid or r.min_n:
         return ""
-    m = model(c.id)
-    if m is None or m.kind in ("d", "paired d"):
+    rep = replicate(c, r)
+    if rep is None or rep.model.kind in ("d", "paired d"):
         return ""
-    sd = _our_spread(r, m) if m.kind != "count" else None
-    if m.kind != "count" and not sd:
+    settle = v.word is Word.CONSISTENT
+    if settle and rep.truth is None:
         return ""
-    truth = float(r.ours)
-    if m.kind == "one run" and len(r.runs) >= 1:  # the centre of our runs, not the lead run alone
-        truth = float(np.exp(np.mean(np.log(r.runs))) if m.multiplicative else np.mean(r.runs))
-    limit = _limit(m, truth)
+    limit = _limit(rep.model, rep.truth) if settle else ""
     if limit:
         return f"not decidable by more runs: {limit}"
-    m = Model(m.claim, m.kind, sd or 0.0, m.se, "our estimate and spread")
+    verb = "settle" if settle else "decide"
     cap = max(100, 10 * (c.n or 1))
-    n = max(r.n + 1, MIN_RUNS if m.kind == "one run" else 2)
-    wanted = (Word.EQUIVALENT, Word.NOT_REPRODUCED, Word.SAME_DIRECTION)
-    while n <= cap:  # candidates 1.5 times apart: "about" n
-        rng = np.random.default_rng([seed, _stable(c.id), n])
-        if sum(judge(m.draw(truth, n, rng), c).word in wanted for _ in range(reps)) >= POWER * reps:
-            return f"about {n} runs would settle it ({POWER:.0%} simulated power at our estimate and spread)"
-        n = max(n + 1, int(n * 1.5))
-    return f"not settled by {cap} runs at our estimate and spread (simulated)"
+    n = max(r.n + 1, MIN_RUNS if rep.model.kind == "one run" else 2)
+    while n <= cap:  # every n up to 10, then candidates 1.5 times apart: "about" n
+        if _probability(rep.model, n, rep.truth, settle, reps, seed) >= POWER:
+            return f"about {n} runs would {verb} it ({POWER:.0%} simulated power {rep.basis})"
+        n = n + 1 if n < 10 else int(n * 1.5)
+    return f"not {verb}d by {cap} runs {rep.basis} (simulated)"
 
 
 def _limit(m: Model, ours: float) -> str:
