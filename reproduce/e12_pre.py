@@ -18,7 +18,7 @@ import numpy as np
 from grok_lightning.stats import correct
 from grok_lightning.stats.interventions import e12_outcomes
 from reproduce.claims import count_row, load_claims
-from reproduce.e12_scoring import D_ROW, PAPER, _g, _scored_row, claim_id, paired_test
+from reproduce.e12_scoring import D_ROW, PAPER, claim_id, paired_test, scored_row, short_number
 from reproduce.report import join_notes, row
 
 #: the arm's groups, in the order they are trained
@@ -157,17 +157,17 @@ def _peak_rows(scored: dict, profile: str, contrast: str, k: int, stratum: str, 
     def make(kind: str, value, **fields):
         text = quantity.format({"d": "Cohen's d", "diff": "mean difference", "p": "paired t test p"}[kind])
         if scores_claim:
-            return _scored_row(f"e12.B-A.{kind}.{stratum}", text, value, profile, fields.pop("n"), **sensitivity, **fields)
+            return scored_row(f"e12.B-A.{kind}.{stratum}", text, value, profile, fields.pop("n"), **sensitivity, **fields)
         return row(PAPER, text, None, value, profile, fields.pop("n"), **sensitivity, **fields)
 
     if test.get("cohen_d") is None:
         why = "; ".join(absent) if absent else test.get("error", "no complete pairs")
         return [make("d", None, n=0, note=why, **({"not_run": why} if absent else {}))]
     ci = test.get("ci_95_diff") or [None, None]
-    note = join_notes(f"mean {contrast} {_g(test.get('mean_diff'))} (bootstrap [{_g(ci[0])}, {_g(ci[1])}]) "
-                      f"({contrast.split('-')[1]} {_g(test.get('mean_a'))})", f"p_t {_g(test.get('p_value_t'))}",
-                      f"Wilcoxon p {_g(test.get('wilcoxon_p'))}",
-                      f"Bonferroni {_g(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
+    note = join_notes(f"mean {contrast} {short_number(test.get('mean_diff'))} (bootstrap [{short_number(ci[0])}, {short_number(ci[1])}]) "
+                      f"({contrast.split('-')[1]} {short_number(test.get('mean_a'))})", f"p_t {short_number(test.get('p_value_t'))}",
+                      f"Wilcoxon p {short_number(test.get('wilcoxon_p'))}",
+                      f"Bonferroni {short_number(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
                       "beyond the paper" if "P_pre" in contrast else "", _missing_note(absent))
     common = dict(n=test["n"], horizon=scored["horizon"], null=0.0)
     rows = [make("d", test["cohen_d"], ours_ci=test.get("cohen_d_ci"), note=note, **D_ROW, **common),
@@ -188,15 +188,15 @@ def _grok_shift_row(scored: dict, profile: str, contrast: str, stratum: str, abs
     if test.get("mean_diff") is None or not math.isfinite(test.get("mean_diff", math.nan)):
         why = "; ".join(absent) if absent else test.get("error", "no complete pairs")
         fields = dict(note=why, **({"not_run": why} if absent else {}))
-        return (_scored_row(claimed, quantity, None, profile, 0, **fields) if claimed
+        return (scored_row(claimed, quantity, None, profile, 0, **fields) if claimed
                 else row(PAPER, quantity, None, None, profile, 0, **fields))
-    note = join_notes(f"{b} {_g(test.get('mean_b'))}, {a} {_g(test.get('mean_a'))}", f"p_t {_g(test.get('p_value_t'))}",
-                      f"Cohen's d {_g(test.get('cohen_d'))}",
-                      f"Bonferroni {_g(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
+    note = join_notes(f"{b} {short_number(test.get('mean_b'))}, {a} {short_number(test.get('mean_a'))}", f"p_t {short_number(test.get('p_value_t'))}",
+                      f"Cohen's d {short_number(test.get('cohen_d'))}",
+                      f"Bonferroni {short_number(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
                       "E_pre precedes A's grok epoch on every seed (by construction)", _missing_note(absent))
     fields = dict(ours_ci=test.get("ci_95_diff_t"), null=0.0, note=note, horizon=scored["horizon"], horizon_final=final)
     if claimed:
-        return _scored_row(claimed, quantity, test["mean_diff"], profile, test["n"], **fields)
+        return scored_row(claimed, quantity, test["mean_diff"], profile, test["n"], **fields)
     return row(PAPER, quantity, None, test["mean_diff"], profile, test["n"], **fields)
 
 

@@ -151,10 +151,11 @@ def _mean_ci(values: list[float]) -> tuple[float | None, list | None]:
 
 #: rows the paper reports no number for, shown as context: our placebo P, the outcomes other than
 #: peak_ent in each contrast, and control A's min s_bar, grok epoch and grok count at lambda 0.015
-UNREPORTED = re.compile(r"e12\.(\w-P|P-\w)\.|e12\.\w-\w\.(min_sim|grok_ep|final_test)\.|e12\.(A_min_sim|A_grok_ep|grok_A)\.0\.015$")
+UNREPORTED = re.compile(r"e12\.(\w-P|P-\w)\.|e12\.\w-\w\.(min_sim|grok_ep|final_test)\.|"
+                        r"e12\.(A_min_sim|A_grok_ep|grok_A|grok_B|grok_C|B-A\.grok_epoch)\.0\.015$")
 
 
-def _scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -> dict:
+def scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) -> dict:
     """A row against the claim ``claim_id`` of reference/claims.csv, or a context row (no paper
     value, no verdict) for a number the paper does not report (:data:`UNREPORTED`); any other id
     missing from the table is an error (``KeyError``), never a silent context row."""
@@ -267,19 +268,19 @@ def _control_rows(scored: dict, mine: list[dict], stratum: str, profile: str, pl
             ("E12 control A: grok epoch (mean of the grokked runs)", "e12.A_grok_ep", grokked, final,
              join_notes(context, pooled_note))):
         mean, ci = _mean_ci(values)
-        rows.append(_scored_row(claim_id(base, stratum), f"{quantity} at lambda {stratum}", mean, profile, len(values),
+        rows.append(scored_row(claim_id(base, stratum), f"{quantity} at lambda {stratum}", mean, profile, len(values),
                                 ours_ci=ci, invalid=smoke, note=note, horizon=horizon, horizon_final=horizon_final))
         if base == "e12.A_peak":
             # the paper places E "typically 1,000-2,000, before grokking": A's maximum before its
             # grok epoch is the other reading of "peak" (sensitivity, never counted)
             peaks_before = [c["peak_before_grok_sum_layers"] for c in mine]
             mean_b, ci_b = _mean_ci(peaks_before)
-            rows.append(_scored_row(claim_id(base, stratum), f"sensitivity (maximum before A's grok epoch): {quantity} "
+            rows.append(scored_row(claim_id(base, stratum), f"sensitivity (maximum before A's grok epoch): {quantity} "
                                     f"at lambda {stratum}", mean_b, profile, len(peaks_before), ours_ci=ci_b,
                                     invalid=smoke, horizon=scored["horizon"], sensitivity="A's maximum before its grok epoch",
                                     note=f"per seed {[round(v, 3) for v in peaks_before]}"))
     lo, hi = wilson(len(grokked), n_runs).ci
-    rows.append(_scored_row(claim_id("e12.grok_A", stratum), f"E12 control A: grokked at lambda {stratum}",
+    rows.append(scored_row(claim_id("e12.grok_A", stratum), f"E12 control A: grokked at lambda {stratum}",
                             len(grokked) / n_runs, profile, n_runs, ours_ci=[lo, hi], invalid=smoke, horizon=horizon,
                             horizon_final=final, note=join_notes(f"{len(grokked)}/{n_runs}, Wilson 95% interval",
                                                                  pooled_note)))
@@ -303,7 +304,7 @@ def _group_grok_rows(scored: dict, mine: list[dict], stratum: str, profile: str,
         k = sum("grok_ep" in v for v in runs)
         grok_final = f"every group {group} run grokked before our {scored['horizon']:,}" if k == len(runs) else ""
         lo, hi = wilson(k, len(runs)).ci
-        rows.append(_scored_row(claim_id(f"e12.grok_{group}", stratum), f"E12 group {group}: grokked at lambda {stratum}",
+        rows.append(scored_row(claim_id(f"e12.grok_{group}", stratum), f"E12 group {group}: grokked at lambda {stratum}",
                                 k / len(runs), profile, len(runs), ours_ci=[lo, hi], invalid=invalid,
                                 horizon=scored["horizon"], horizon_final=grok_final,
                                 note=f"{k}/{len(runs)}, Wilson 95% interval",
@@ -311,10 +312,10 @@ def _group_grok_rows(scored: dict, mine: list[dict], stratum: str, profile: str,
     test = next((t for t in scored["tests"] if (t["contrast"], t["variant"], t["outcome"], t["stratum"])
                  == ("B-A", "headline", "grok_ep", stratum)), {})
     if test.get("mean_diff") is not None:
-        rows.append(_scored_row(claim_id("e12.B-A.grok_epoch", stratum), f"E12 B-A: mean difference of the grok epoch at "
+        rows.append(scored_row(claim_id("e12.B-A.grok_epoch", stratum), f"E12 B-A: mean difference of the grok epoch at "
                                 f"lambda {stratum}", test["mean_diff"], profile, test["n"], ours_ci=test.get("ci_95_diff_t"),
                                 null=0.0, invalid=invalid, sensitivity=b_sensitivity, horizon=scored["horizon"],
-                                note=f"p_t {_g(test.get('p_value_t'))}"))
+                                note=f"p_t {short_number(test.get('p_value_t'))}"))
     return rows
 
 
@@ -328,7 +329,7 @@ def _unpooled_rows(scored: dict, profile: str, wd: float) -> list[dict]:
     pooled = [claim_id(base, "pooled") for base in ("e12.A_peak", "e12.A_min_sim", "e12.A_grok_ep", *UNSUFFIXED)]
     pooled += [f"e12.{c}.{k}.pooled" for c in PAPER_CONTRASTS for k in ("d", "diff", "p")]
     claims = load_claims()
-    return [_scored_row(c, f"E12 over lambda 0.015 and 0.05 (the paper's pooled claim): {claims[c].claim}", None, profile,
+    return [scored_row(c, f"E12 over lambda 0.015 and 0.05 (the paper's pooled claim): {claims[c].claim}", None, profile,
                         0, not_run=why) for c in pooled if c in claims]
 
 
@@ -350,27 +351,27 @@ def _contrast_rows(scored: dict, profile: str, planned: dict, stratum: str, wher
                 quantity = f"{label}E12 {contrast}: {{}} of {outcome} on {where} at lambda {stratum}"
                 if test.get("cohen_d") is None:
                     why = f"not run here: {lacking}" if missing else test.get("error", "no complete pairs")
-                    rows.append(_scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), None, profile, 0,
+                    rows.append(scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), None, profile, 0,
                                             note=why, invalid=invalid, **sensitivity))
                     continue
                 ci = test.get("ci_95_diff") or [None, None]
-                note = join_notes(f"mean {contrast} {_g(test.get('mean_diff'))} (bootstrap [{_g(ci[0])}, {_g(ci[1])}]) "
-                                  f"({contrast.split('-')[1]} {_g(test.get('mean_a'))})",
-                                  f"p_t {_g(test.get('p_value_t'))}", f"Wilcoxon p {_g(test.get('wilcoxon_p'))}",
-                                  f"Bonferroni {_g(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
+                note = join_notes(f"mean {contrast} {short_number(test.get('mean_diff'))} (bootstrap [{short_number(ci[0])}, {short_number(ci[1])}]) "
+                                  f"({contrast.split('-')[1]} {short_number(test.get('mean_a'))})",
+                                  f"p_t {short_number(test.get('p_value_t'))}", f"Wilcoxon p {short_number(test.get('wilcoxon_p'))}",
+                                  f"Bonferroni {short_number(test.get('p_bonferroni'))}" if "p_bonferroni" in test else "",
                                   _dropped(test.get("n_dropped")),
                                   "the placebo is beyond the paper" if "P" in contrast else "",
                                   f"missing runs: {lacking}" if missing else "")
                 common = dict(profile=profile, n=test["n"], invalid=invalid, horizon=scored["horizon"], **sensitivity)
-                rows.append(_scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"],
+                rows.append(scored_row(f"{base}.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"],
                                         ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **D_ROW, **common))
                 if variant == "headline" and outcome == "peak_ent":
-                    rows.append(_scored_row(f"{base}.diff.{stratum}", quantity.format("mean difference"),
+                    rows.append(scored_row(f"{base}.diff.{stratum}", quantity.format("mean difference"),
                                             test.get("mean_diff"), ours_ci=test.get("ci_95_diff_t"), null=0.0,
                                             **common))
                     paper_diff = load_claims().get(f"{base}.diff.{stratum}")
                     paper_sign = None if paper_diff is None else paper_diff.value > 0
-                    rows.append(_scored_row(f"{base}.p.{stratum}", quantity.format("paired t test p"),
+                    rows.append(scored_row(f"{base}.p.{stratum}", quantity.format("paired t test p"),
                                             test.get("p_value_t"), null=0.0,
                                             same_sign=paper_sign is None or (test.get("mean_diff", 0) > 0) == paper_sign,
                                             **common))
@@ -393,20 +394,20 @@ def pre_grok_rows(scored: dict, profile: str, planned: int, where: str) -> list[
         common = dict(profile=profile, sensitivity=label, horizon=scored["horizon"])
         if test.get("cohen_d") is None:
             why = f"not run here: group Bg has {runs} of {planned} runs" if runs < planned else test.get("error", "no pairs")
-            rows.append(_scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), None, n=0,
+            rows.append(scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), None, n=0,
                                     note=join_notes(why, facts), **common))
             continue
         ci = test.get("ci_95_diff") or [None, None]
-        note = join_notes(facts, f"mean B-A {_g(test.get('mean_diff'))} [{_g(ci[0])}, {_g(ci[1])}]",
-                          f"p_t {_g(test.get('p_value_t'))}", f"missing runs: Bg has {runs} of {planned}" if runs < planned else "")
-        rows.append(_scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"], n=test["n"],
+        note = join_notes(facts, f"mean B-A {short_number(test.get('mean_diff'))} [{short_number(ci[0])}, {short_number(ci[1])}]",
+                          f"p_t {short_number(test.get('p_value_t'))}", f"missing runs: Bg has {runs} of {planned}" if runs < planned else "")
+        rows.append(scored_row(f"e12.B-A.d.{stratum}", quantity.format("Cohen's d"), test["cohen_d"], n=test["n"],
                                 ours_ci=test.get("cohen_d_ci"), null=0.0, note=note, **D_ROW, **common))
-        rows.append(_scored_row(f"e12.B-A.diff.{stratum}", quantity.format("mean difference"), test.get("mean_diff"),
+        rows.append(scored_row(f"e12.B-A.diff.{stratum}", quantity.format("mean difference"), test.get("mean_diff"),
                                 n=test["n"], ours_ci=test.get("ci_95_diff_t"), null=0.0, **common))
     return rows
 
 
-def _g(x) -> str:
+def short_number(x) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.3g}"
 
 

@@ -19,7 +19,7 @@ from grok_lightning.plots.regimes import figure_multitask
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import mean_interval
-from grok_lightning.stats.phases import summed_curve
+from grok_lightning.stats.phases import sigma_h_curve
 from reproduce.claims import claim_row, count_row, load_claims, source_value
 from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
 from reproduce.report import join_notes, row
@@ -72,7 +72,7 @@ def _sigma_cell_row(counted: list[dict], profile: str, horizon) -> dict:
             and abs(r["config"]["wd"] - wd) < 1e-12]
     peaks = []
     for r in cell:
-        epochs, summed = summed_curve(r["history"])
+        epochs, summed = sigma_h_curve(r["history"], "sum_layers")
         keep = (epochs > 100) & np.isfinite(summed)
         if keep.any():
             peaks.append(float(summed[keep].max()))

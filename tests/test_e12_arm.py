@@ -91,8 +91,9 @@ def test_the_pre_grokking_arm_scores_partial_groups_and_costs_missing_ones(tmp_p
     assert shift["claim"] == "e12.B-A.grok_epoch.0.05" and not shift.get("sensitivity") and shift["horizon_final"]
     assert not verdict(shift).startswith("not run here")
     placebo = rows["E12 P_pre-A: Cohen's d of peak sigma_H (summed over layers) on (E_pre, end of run] at lambda 0.05"]
-    assert verdict(placebo).startswith("not run here (group P_pre has 0 of 6 runs; the 6 missing are 360 epochs")
-    assert "CPU-h at the 1.20 CPU-s per epoch" in verdict(placebo)
+    assert not placebo.get("claim")  # a contrast the paper does not report: context, no verdict
+    assert placebo["not_run"].startswith("group P_pre has 0 of 6 runs; the 6 missing are 360 epochs")
+    assert "CPU-h at the 1.20 CPU-s per epoch" in placebo["not_run"]
     count = rows["E12 B_pre (B before grokking): grokked at lambda 0.05"]
     assert count["claim"] == "e12.grok_B.0.05" and count["ours"] == 1.0 and count["n"] == 5
 

@@ -117,7 +117,6 @@ def test_grok_lightning_imports_have_no_cycle():
     assert cycle is None, " -> ".join(cycle)
 
 
-@pytest.mark.xfail(strict=True, reason="reproduce.claims and reproduce.report import each other (inside functions)")
 def test_repository_imports_have_no_cycle():
     graph = import_graph(("grok_lightning", "reproduce"))
     assert "reproduce.all" in graph and graph["reproduce.all"]

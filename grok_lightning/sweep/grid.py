@@ -192,7 +192,7 @@ class Sweep:
         return expand(self)
 
 
-def _find_base(base: str, sweep_path: Path) -> Path:
+def find_base(base: str, sweep_path: Path) -> Path:
     base_path = Path(base)
     if base_path.is_absolute():
         candidates = [base_path]
@@ -233,7 +233,7 @@ def _read_bases(bases: Any, sweep_path: Path, where: str) -> tuple[dict, list[Pa
     merged: dict = {}
     paths = []
     for name in names:
-        path = _find_base(name, sweep_path)
+        path = find_base(name, sweep_path)
         data = read_yaml(path, "base config")
         if not isinstance(data, dict):
             raise ConfigError(f"base config {path}: must be a YAML mapping")

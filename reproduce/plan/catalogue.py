@@ -42,7 +42,7 @@ from pathlib import Path
 import yaml
 
 from grok_lightning.config import ConfigError, read_yaml
-from grok_lightning.sweep.grid import RunSpec, Sweep, _find_base, expand, load_sweep, resolve_key
+from grok_lightning.sweep.grid import RunSpec, Sweep, expand, find_base, load_sweep, resolve_key
 from reproduce.common import REPO, sweep_path
 
 __all__ = ["CATALOGUE", "Campaign", "Catalogue", "Group", "absolute_bases", "adopted_axes", "derived_sweep_data",
@@ -268,7 +268,7 @@ def absolute_bases(data: dict, original: Path) -> dict:
 
     def resolved(base):
         names = base if isinstance(base, list) else [base]
-        paths = [str(_find_base(name, original)) for name in names]
+        paths = [str(find_base(name, original)) for name in names]
         return paths if isinstance(base, list) else paths[0]
 
     data["base"] = resolved(data["base"])
