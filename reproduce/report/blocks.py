@@ -173,6 +173,27 @@ def smoke_time(facts: Facts) -> str:
     return "\n".join(lines)
 
 
+# --- docs/statistics.md --------------------------------------------------------------------------
+def table4(facts: Facts) -> str:
+    """Table 4 rebuilt by ``adamw_bound_table`` at the paper's calibration (its kappa, lr 1e-3,
+    T_max 20,000), against the paper's lambda_c and interval (reference/a5_wdc_fit.json); the
+    paper's own cell where the claims table has it."""
+    from grok_lightning.stats.relaxation import adamw_bound_table
+
+    fit = json.loads((REPO / "reference" / "a5_wdc_fit.json").read_text())["wd_c_fit"]
+    claims = load_claims()
+    paper = {0.99: (claims["fig11.bound_099"].text, claims["fig11.ratio_099"].text)}
+    rows = adamw_bound_table(claims["fig11.kappa_arithmetic"].value, 1e-3, 20_000,
+                             empirical_wd_c=fit["wd_c"], ci=tuple(fit["wd_c_ci"]))
+    lines = ["| p_relax | bound (ours) | ratio to the paper's lambda_c | inside its 95% interval | paper: bound / ratio |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        cell = " / ".join(paper[r["p_relax"]]) if r["p_relax"] in paper else "-"
+        lines.append(f"| {r['p_relax']:.2f} | {r['wd_c_bound']:.6f} | {r['ratio_to_empirical']:.3f} | "
+                     f"{'yes' if r['in_ci'] else 'no'} | {cell} |")
+    return "\n".join(lines)
+
+
 # --- docs/performance.md --------------------------------------------------------------------------
 def tests_time(facts: Facts) -> str:
     """The test suite's measured time (benchmarks/measurements.json)."""
@@ -209,4 +230,4 @@ def measurements_section(section: str):
 
 __all__ = ["Facts", "PAPERS", "claim_counts", "duration", "gpu_costs", "headline_claims", "left_out", "medium_cost",
            "measurements_section", "per_paper", "per_paper_table", "readme_commands", "readme_results", "smoke_time",
-           "tests_time"]
+           "table4", "tests_time"]

@@ -49,6 +49,7 @@ ALLOWED: dict[str, str] = {
     "0.299": "half of 0.597: the largest spread of head entropies on [a, b, =] (an arithmetic bound)",
     "94%": "the coverage of 5 runs' range as an interval of their median, 1 - 2^-4 (the rule prints it)",
     "1.2533": "sqrt(pi / 2): the standard error of a median over that of a mean, for a normal sample",
+    "1.96": "the normal quantile of a two-sided 95% interval",
     "1.4826": "the factor that turns a median absolute deviation into a normal SD",
     "6 GB": "the size of the CUDA wheels a plain pip install of torch pulls on Linux (the index's listing)",
 }
@@ -61,7 +62,8 @@ _PERCENT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?%")
 _MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s*(?:CPU-h(?:ours)?|CPU-s(?:econds)?|GPU-h(?:ours)?|"
                        r"s wall|min\b|GB\b|MB\b|KB\b|GiB\b|MiB\b)")
 _ARXIV = re.compile(r"\b\d{4}\.\d{4,5}(?:v\d+)?\b")
-_VERSION = re.compile(r"(?:Python|python|torch|Lightning|lightning|CUDA|cuda|Ray|ray|version|v)\s?[\d.]+|\d+\.\d+\.\d+")
+_VERSION = re.compile(r"(?:Python|python|torch|Lightning|lightning|CUDA|cuda|Ray|ray|transformers|devinterp|numpy|"
+                      r"scipy|statsmodels|torchmetrics|mamba-ssm|mamba_ssm|version|v)\s?\d+(?:\.\d+)+|\d+\.\d+\.\d+")
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.S | re.M)
 _BLOCK = re.compile(r"<!-- ([\w.-]+):begin -->.*?<!-- \1:end -->", re.S)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)

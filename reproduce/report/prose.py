@@ -58,6 +58,7 @@ BLOCKS = (
     Block("left-out", "docs/medium.md", blocks.left_out),
     Block("per-paper", "docs/medium.md", blocks.per_paper),
     Block("smoke-time", "docs/medium.md", blocks.smoke_time),
+    Block("table4", "docs/statistics.md", blocks.table4),
     Block("tests-time", "docs/performance.md", blocks.tests_time),
     Block("perf-training", "docs/performance.md", blocks.measurements_section("cpu-training")),
     Block("perf-sweeps", "docs/performance.md", blocks.measurements_section("cpu-sweeps")),
