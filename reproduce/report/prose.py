@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from reproduce.report import blocks, pilot_blocks
+from reproduce.report import blocks, pilot_blocks, reading_blocks
 from reproduce.report.claims import REPO
 from reproduce.report.numbers import scan, without_code
 
@@ -59,6 +59,10 @@ BLOCKS = (
     Block("per-paper", "docs/medium.md", blocks.per_paper),
     Block("smoke-time", "docs/medium.md", blocks.smoke_time),
     Block("table4", "docs/statistics.md", blocks.table4),
+    Block("reading-bounds", "docs/sigma_h_readings.md", reading_blocks.reading_bounds),
+    Block("cohort-evidence", "docs/sigma_h_readings.md", reading_blocks.cohort_evidence),
+    Block("input-pilot", "docs/sigma_h_readings.md", reading_blocks.input_pilot),
+    Block("installs", "docs/predict_and_llc.md", blocks.measurements_section("installs")),
     Block("tests-time", "docs/performance.md", blocks.tests_time),
     Block("perf-training", "docs/performance.md", blocks.measurements_section("cpu-training")),
     Block("perf-sweeps", "docs/performance.md", blocks.measurements_section("cpu-sweeps")),
