@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from reproduce.report import blocks, pilot_blocks, reading_blocks
+from reproduce.report import blocks, e12_blocks, pilot_blocks, reading_blocks
 from reproduce.report.claims import REPO
 from reproduce.report.numbers import scan, without_code
 
@@ -63,6 +63,10 @@ BLOCKS = (
     Block("cohort-evidence", "docs/sigma_h_readings.md", reading_blocks.cohort_evidence),
     Block("input-pilot", "docs/sigma_h_readings.md", reading_blocks.input_pilot),
     Block("installs", "docs/predict_and_llc.md", blocks.measurements_section("installs")),
+    Block("e12-controls", "docs/e12.md", e12_blocks.e12_controls),
+    Block("e12-pairs", "docs/e12.md", e12_blocks.e12_pairs),
+    Block("e12-contrasts", "docs/e12.md", e12_blocks.e12_contrasts),
+    Block("e12-bg", "docs/e12.md", e12_blocks.e12_bg),
     Block("tests-time", "docs/performance.md", blocks.tests_time),
     Block("perf-training", "docs/performance.md", blocks.measurements_section("cpu-training")),
     Block("perf-sweeps", "docs/performance.md", blocks.measurements_section("cpu-sweeps")),
