@@ -10,7 +10,7 @@ from reproduce.report.claims import REPO
 
 PILOTS = REPO / "results" / "pilots"
 
-__all__ = ["gpu_check", "pr_norm_candidates", "update_sizes"]
+__all__ = ["fig2_search_table", "gpu_check", "pr_norm_candidates", "update_sizes"]
 
 
 def _read(*parts) -> dict:
@@ -91,3 +91,13 @@ def gpu_check(facts=None) -> str:
                   f"{proj['paper_canonical_equivalent_epochs'] / 1e6:.1f} M canonical-equivalent epochs) in "
                   f"{proj['training_only_hours_1_device']} h of training on one device ({proj['training_only_basis']})."]
     return "\n".join(lines)
+
+
+def fig2_search_table(name: str):
+    """The renderer of a table the Fig. 2 search writes (``python -m reproduce.pilots.fig2_search``
+    -> ``results/pilots/fig2_search/<name>.md``, from the shipped records): the file as written."""
+    def render(facts=None) -> str:
+        return (PILOTS / "fig2_search" / f"{name}.md").read_text().strip()
+
+    render.__name__ = f"fig2_search_{name}"
+    return render
