@@ -3,9 +3,12 @@
     python benchmarks/measure.py make-report --fresh-clone -- make report PROFILE=medium
     python benchmarks/measure.py make-test --fresh-clone -- make test
     python benchmarks/measure.py make-demo -- make demo
+    python benchmarks/measure.py make-report --fresh-clone --venv .venv -- make -o .venv/.installed -o install report PROFILE=medium
 
 Runs the command (in a fresh clone of this repository's HEAD with ``--fresh-clone``: install
-included, nothing cached), then writes one entry under ``ID``: the command, wall seconds, user +
+included, nothing cached; with ``--venv PATH`` the clone uses that environment instead, linked as its
+``.venv`` and with the clone first on ``PYTHONPATH``, so the install is not part of the time), then
+writes one entry under ``ID``: the command, wall seconds, user +
 system CPU seconds of the command and its children, their peak resident memory, pytest's tally
 when the output ends with one, the date, the commit, the cores and the load average at the start,
 and whether the tree was clean afterwards (``git status --porcelain``). An entry of the same id is
@@ -51,12 +54,12 @@ def pytest_tally(output: str) -> dict:
     return {**out, "pytest_s": float(seconds)}
 
 
-def measure(command: list[str], cwd: Path) -> dict:
+def measure(command: list[str], cwd: Path, env: dict | None = None) -> dict:
     """Run ``command`` in ``cwd``; its wall and CPU time, peak memory and output's pytest tally."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     start = time.time()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.time() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     sys.stdout.write(done.stdout[-4000:])
@@ -79,6 +82,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("id", help="the entry's name in measurements.json, e.g. make-test")
     parser.add_argument("--fresh-clone", action="store_true", help="run in a fresh clone of HEAD (install included)")
+    parser.add_argument("--venv", default=None, help="with --fresh-clone: link this environment as the clone's .venv")
     parser.add_argument("--what", default="", help="what was measured, in words (default: the command)")
     parser.add_argument("--note", default="", help="what else a reader needs, e.g. 'cores shared with training'")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
@@ -86,13 +90,22 @@ def main(argv=None) -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command: give it after --")
+    if args.venv and not args.fresh_clone:
+        parser.error("--venv goes with --fresh-clone")
+    env = None
     with tempfile.TemporaryDirectory() as tmp:
         cwd = REPO
         if args.fresh_clone:
             cwd = Path(tmp) / "clone"
             subprocess.run(["git", "clone", "-q", str(REPO), str(cwd)], check=True)
-        result = measure(command, cwd)
-    entry = {"what": args.what or " ".join(command), "command": " ".join(command), "fresh_clone": args.fresh_clone, **result,
+            if args.venv:  # the link is the clone's only untracked path: keep it out of git status
+                (cwd / ".venv").symlink_to(Path(args.venv).resolve())
+                with open(cwd / ".git" / "info" / "exclude", "a") as handle:
+                    handle.write("/.venv\n")
+                env = {**os.environ, "PYTHONPATH": str(cwd)}
+        result = measure(command, cwd, env)
+    entry = {"what": args.what or " ".join(command), "command": " ".join(command), "fresh_clone": args.fresh_clone,
+             "install_included": args.fresh_clone and not args.venv, **result,
              "date": datetime.date.today().isoformat(), "commit": _git("rev-parse", "--short", "HEAD"),
              "cores": os.cpu_count(), "note": args.note}
     record(args.id, entry)

@@ -101,7 +101,8 @@ def _when(m: dict) -> str:
 
 
 def _measured(m: dict) -> str:
-    parts = ["a fresh clone" if m.get("fresh_clone") else "this checkout"]
+    parts = [("a fresh clone" if m.get("fresh_clone") else "a checkout")
+             + (", install included" if m.get("install_included") else ", venv already installed")]
     if "passed" in m:
         parts.append(f"{m['passed']} passed, {m.get('skipped', 0)} skipped")
     if m.get("tree_clean_after"):
