@@ -79,15 +79,17 @@ def record(entry_id: str, entry: dict, path: Path = MEASUREMENTS) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], usage="%(prog)s ID [options] -- COMMAND ...")
     parser.add_argument("id", help="the entry's name in measurements.json, e.g. make-test")
     parser.add_argument("--fresh-clone", action="store_true", help="run in a fresh clone of HEAD (install included)")
     parser.add_argument("--venv", default=None, help="with --fresh-clone: link this environment as the clone's .venv")
     parser.add_argument("--what", default="", help="what was measured, in words (default: the command)")
     parser.add_argument("--note", default="", help="what else a reader needs, e.g. 'cores shared with training'")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        parser.error("no command: give it after --")
+    split = argv.index("--")
+    args, command = parser.parse_args(argv[:split]), argv[split + 1:]
     if not command:
         parser.error("no command: give it after --")
     if args.venv and not args.fresh_clone:
