@@ -124,9 +124,10 @@ reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROF
 
 # the medium records ship in results/medium; `make report PROFILE=medium` reads them there
 REPORT_OUT = $(if $(filter medium,$(PROFILE)),results/medium,$(OUT))
-report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT, as its MANIFEST.json lists them; trains nothing
+# with PROFILE=medium it also rewrites every generated block of README.md and docs/ (reproduce/report/prose.py)
+report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT, as its MANIFEST.json lists them, and (medium) the generated blocks of README.md and docs/; trains nothing
 	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train --require-manifest
-	$(PY) -m reproduce.readme_results --medium results/medium
+	$(if $(filter medium,$(PROFILE)),$(PY) -m reproduce.report.prose)
 
 # the planner reads the claims table, the report rows and the records already in results/ (no installed verb:
 # the installed package has neither); docs/medium.md "Which runs next" explains the table

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from reproduce.common import cli, launch_argv, missing_runs, parse_args
-from reproduce.costs import compute_needed
+from reproduce.costs import medium_left_out
 from reproduce.manifest import MANIFEST_NAME, check_manifest, write_manifest
 from reproduce.report import write_report
 from reproduce.tally import tally
@@ -33,21 +33,6 @@ TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig
 #: lambda 10 and 3 to fig5's runs and fig10 trains the MLP, both after E12 (fig8); predict trains
 #: nothing and reads the fig5, fig4 and fig8 records, so it comes last
 MEDIUM_TARGETS = ["fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict"]
-def medium_left_out() -> dict[str, str]:
-    """Targets with no medium profile, and why (shown in the medium report); a GPU-sized system's
-    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/costs.py)."""
-    def measured(systems: dict[str, str], otherwise: str) -> str:
-        return compute_needed(systems) or otherwise
-
-    return {
-        "canonical": "the single canonical run is part of Fig. 2's medium runs",
-        "rllc": "the paper's 11 checkpoints are of a 20,000-epoch run (the shipped medium run has 3, without weights: "
-                "too few points for a correlation); " + measured({"rllc_run": "the seed-42 run"}, "GPU-sized"),
-        "fig9": measured({"fig9_small": "0.82M", "fig9_medium": "19M"}, "E9 at 10,000 epochs: GPU-sized")
-                + " (a smoke-sized medium profile exists: make reproduce-fig9 PROFILE=medium)",
-    }
-
-
 def _cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

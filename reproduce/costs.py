@@ -13,7 +13,7 @@ from pathlib import Path
 
 from reproduce.common import REPO
 
-__all__ = ["COSTS", "compute_needed", "load_costs"]
+__all__ = ["COSTS", "compute_needed", "costs_table", "load_costs", "medium_left_out"]
 
 COSTS = REPO / "results" / "pilots" / "costs" / "costs.json"
 
@@ -42,3 +42,29 @@ def compute_needed(systems: dict[str, str], costs: dict | None = None, detail: b
                "results/pilots/costs)") if c is not None and detail else ""
         parts.append(f"{label} not measured" if c is None else f"{label} {c['paper_protocol_cpu_h']:,.0f} CPU-h measured{how}")
     return "compute: " + "; ".join(parts)
+
+
+def medium_left_out() -> dict[str, str]:
+    """Targets with no medium profile, and why (shown in the medium report); a GPU-sized system's
+    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/costs.py)."""
+    def measured(systems: dict[str, str], otherwise: str) -> str:
+        return compute_needed(systems) or otherwise
+
+    return {
+        "canonical": "the single canonical run is part of Fig. 2's medium runs",
+        "rllc": "the paper's 11 checkpoints are of a 20,000-epoch run (the shipped medium run has 3, without weights: "
+                "too few points for a correlation); " + measured({"rllc_run": "the seed-42 run"}, "GPU-sized"),
+        "fig9": measured({"fig9_small": "0.82M", "fig9_medium": "19M"}, "E9 at 10,000 epochs: GPU-sized")
+                + " (a smoke-sized medium profile exists: make reproduce-fig9 PROFILE=medium)",
+    }
+
+
+def costs_table(costs: dict | None = None) -> str:
+    """The measured costs as a markdown table (docs/medium.md; ``python -m reproduce.pilots.costs --table``)."""
+    costs = load_costs() if costs is None else costs
+    lines = ["| system | parameters | precision | epochs timed | CPU-s / epoch | paper protocol (runs x epochs) | CPU-h |",
+             "|---|---|---|---|---|---|---|"]
+    for name, c in costs.items():
+        lines.append(f"| {name} | {c['n_params'] / 1e6:.2f} M | {c['precision']} | {c['epochs_timed']} | "
+                     f"{c['cpu_s_per_epoch']:.2f} | {c['paper_runs']} x {c['paper_epochs']:,} | {c['paper_protocol_cpu_h']:,.0f} |")
+    return "\n".join(lines)

@@ -107,16 +107,6 @@ def test_lockin_reports_the_parts_that_have_records(tmp_path):
     assert not list((tmp_path / "lockin").glob("lockin_relu/**/record.json"))  # nothing trained
 
 
-def test_the_readme_results_block_is_the_shipped_reports():
-    """The README's results block is the one `reproduce.readme_results` builds from the claims table
-    and the shipped rows: a record change that moves a verdict must reach the README too."""
-    from reproduce import readme_results
-
-    readme = (REPO / "README.md").read_text()
-    block = readme.split(readme_results.BEGIN, 1)[1].split(readme_results.END, 1)[0]
-    assert block.strip() == readme_results.table(MEDIUM).strip()
-
-
 def test_the_report_leads_with_the_verdicts_of_every_claim():
     from reproduce.claims import load_claims
     from reproduce.report import VERDICTS
@@ -142,28 +132,3 @@ def test_the_systems_medium_does_not_train_state_their_measured_cost():
     assert {"fig9", "rllc"} <= set(reasons) and not {"fig1", "fig10"} & set(reasons)
     for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium"), ("rllc", "rllc_run")):
         assert f"{costs[system]['paper_protocol_cpu_h']:,.0f} CPU-h measured" in reasons[target]
-
-
-def test_the_readmes_per_paper_counts_are_the_reports():
-    """The README's prose gives each paper's verdict counts; they must be the counts the shipped
-    rows give (a verdict that moves must move the prose too)."""
-    from collections import Counter
-
-    from reproduce import all as reproduce_all
-    from reproduce.report import claim_verdicts, read_rows
-
-    words = {"equivalent": "equivalent within Delta", "consistent": "consistent with the paper",
-             "same decision": "same decision", "same direction": "same direction, different size",
-             "not reproduced": "not reproduced", "inconclusive": "inconclusive", "identit": "identity holds",
-             "invalid": "invalid test",
-             "not run": "not run here"}
-    entries = claim_verdicts(read_rows(MEDIUM), reproduce_all.medium_left_out())
-    readme = " ".join((REPO / "README.md").read_text().split())
-    for paper in ("2605.20441", "2605.08119"):
-        ours = Counter(e.verdict.word.value for e in entries if e.claim.paper == paper)
-        prose = re.search(rf"\({paper}; (\d+) claims\): ([^*]*)\*\*", readme)
-        assert prose and int(prose[1]) == sum(ours.values()), paper
-        stated = {}
-        for count, text in re.findall(r"(\d+) ([a-z ]+)", prose[2]):
-            stated[next(v for k, v in words.items() if k in text)] = int(count)
-        assert stated == {w: n for w, n in ours.items() if n}, paper

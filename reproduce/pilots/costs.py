@@ -28,7 +28,7 @@ from pathlib import Path
 from grok_lightning.records import write_json_atomic
 from grok_lightning.sweep.grid import get_dotted, load_sweep, set_dotted
 from reproduce.common import SWEEPS, cli
-from reproduce.costs import COSTS, load_costs
+from reproduce.costs import COSTS, costs_table, load_costs
 
 ROOT = COSTS.parent
 #: system -> (sweep file, the paper-profile runs it stands for: {dotted key: value} filter)
@@ -102,15 +102,6 @@ def measure(system: str, epochs: int, out: Path) -> dict:
                     "(runs stop 20 epochs after grokking where the sweep says so)"}
 
 
-def table(costs: dict) -> str:
-    lines = ["| system | parameters | precision | epochs timed | CPU-s / epoch | paper protocol (runs x epochs) | CPU-h |",
-             "|---|---|---|---|---|---|---|"]
-    for name, c in costs.items():
-        lines.append(f"| {name} | {c['n_params'] / 1e6:.2f} M | {c['precision']} | {c['epochs_timed']} | "
-                     f"{c['cpu_s_per_epoch']:.2f} | {c['paper_runs']} x {c['paper_epochs']:,} | {c['paper_protocol_cpu_h']:,.0f} |")
-    return "\n".join(lines)
-
-
 def main(argv=None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=list(SYSTEMS))
@@ -126,7 +117,7 @@ def main(argv=None) -> Path:
             costs[system] = measure(system, args.epochs, args.out)
             write_json_atomic(path, costs)  # each system as it finishes
             print(f"{system}: {costs[system]['cpu_s_per_epoch']:.2f} CPU-s/epoch", flush=True)
-    print(table(costs))
+    print(costs_table(costs))
     return path
 
 

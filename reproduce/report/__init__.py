@@ -7,7 +7,10 @@
 * :mod:`~reproduce.report.verdict`: the rule (:func:`judge` -> :class:`Verdict`, one vocabulary).
 * :mod:`~reproduce.report.oc`: the rule's simulated operating characteristics, and how many runs
   would decide a claim (:func:`~reproduce.report.oc.decide_probability`).
-* :mod:`~reproduce.report.render`: REPORT.md and the README's results block.
+* :mod:`~reproduce.report.render`: REPORT.md.
+* :mod:`~reproduce.report.prose`: the generated blocks of README.md and docs/ (rendered by
+  :mod:`~reproduce.report.blocks`), and :mod:`~reproduce.report.numbers`, the rule that finds a
+  number outside them that looks like a result.
 """
 
 from reproduce.report.claims import Claim, claim, load_claims
@@ -17,7 +20,6 @@ from reproduce.report.render import (
     counts_line,
     format_value,
     read_rows,
-    readme_block,
     verdict_counts,
     write_report,
 )
@@ -26,4 +28,4 @@ from reproduce.report.verdict import VERDICTS, Verdict, Word, judge, verdict, ve
 
 __all__ = ["VERDICTS", "Claim", "Row", "Verdict", "Word", "claim", "claim_row", "claim_verdicts", "count_row",
            "counts_line", "decide_probability", "format_value", "join_notes", "judge", "load_claims", "paper_value", "read_rows",
-           "readme_block", "row", "verdict", "verdict_class", "verdict_counts", "write_report"]
+           "row", "verdict", "verdict_class", "verdict_counts", "write_report"]

@@ -18,7 +18,9 @@ One row per claim of arXiv 2605.20441 and 2605.08119. The columns:
   [1/1.5, 1.5]);
 * ``source`` (a ``reference/`` file with the key paths ``keys`` of its numbers, a paraphrased
   sentence of the paper with its place, or a figure read-off with its reading error), ``target``
-  (the reproduce target that scores it, ``-`` for none) and ``needs`` (what scoring it would need).
+  (the reproduce target that scores it, ``-`` for none) and ``needs`` (what scoring it would need);
+* ``headline``: ``yes`` for the claims a reader of the paper looks for first, shown in the README's
+  headline table (the rule for choosing them is in docs/decisions.md), blank otherwise.
 
 The table is checked when it is loaded: a bad value is one error line naming the file, the claim
 and the field. :mod:`reproduce.report.sources` checks every value against the file it cites.
@@ -38,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CLAIMS = REPO / "reference" / "claims.csv"
 COLUMNS = ("id", "paper", "where", "claim", "value", "ci", "n", "kind", "statistic", "reading", "horizon", "margin",
-           "margin_why", "margin_from", "family", "delta", "delta_why", "source", "keys", "target", "needs")
+           "margin_why", "margin_from", "family", "delta", "delta_why", "source", "keys", "target", "needs", "headline")
 #: how a claim is scored (reproduce.report.verdict): an estimate, a fraction (a count) or a
 #: published sample by its difference from ours, a p-value or an excluded value by its decision, a
 #: test of ours against the paper's counts by its p, an identity within its tolerance, a name by
@@ -77,6 +79,7 @@ class Claim:
     keys: str
     target: str
     needs: str
+    headline: bool = False  # shown in the README's headline table
 
     @property
     def value(self):
@@ -206,6 +209,8 @@ def _claim(path, row: dict, line: int) -> Claim:
               f"{' of one run' if one_run else ''})")
     if kind in COMPARED + ("identity",) and (margin is None) != (row["margin_from"] == ""):
         _fail(path, cid, "margin", row["margin"], "needs margin_from, and margin_from a margin")
+    if row["headline"] not in ("", "yes"):
+        _fail(path, cid, "headline", row["headline"], "is not 'yes' or blank")
     delta, factor = _delta(path, cid, row["delta"])
     if kind in COMPARED and (delta is None or not row["family"].strip() or not row["delta_why"].strip()):
         _fail(path, cid, "delta", row["delta"], f"is required (with family and delta_why) for a {kind} claim")
@@ -217,7 +222,7 @@ def _claim(path, row: dict, line: int) -> Claim:
         reading=row["reading"], horizon=_integer(path, cid, "horizon", row["horizon"]), margin=margin,
         margin_why=row["margin_why"], margin_from=row["margin_from"], family=row["family"].strip(), delta=delta,
         factor=factor, delta_why=row["delta_why"].strip(), source=row["source"], keys=row["keys"],
-        target=row["target"], needs=row["needs"])
+        target=row["target"], needs=row["needs"], headline=row["headline"] == "yes")
 
 
 @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""REPORT.md and the README's results block, from the rows each target wrote and the claims table.
+"""REPORT.md, from the rows each target wrote and the claims table.
 
 Each target writes ``<out>/<target>/rows.json`` (:class:`reproduce.report.rows.Row` dicts). The
 report leads with the verdict of every claim of ``reference/claims.csv`` (:func:`claim_verdicts`):
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +22,8 @@ from reproduce.report.oc import more_runs
 from reproduce.report.rows import Row
 from reproduce.report.verdict import VERDICTS, Verdict, Word, judge
 
-__all__ = ["BEGIN", "END", "Entry", "claim_verdicts", "counts_line", "format_value", "read_rows", "readme_block",
-           "verdict_counts", "write_readme", "write_report"]
-
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
-
+__all__ = ["Entry", "claim_verdicts", "counts_line", "format_value", "paper_cell", "read_rows", "verdict_counts",
+           "write_report"]
 
 @dataclass(frozen=True)
 class Entry:
@@ -234,33 +231,3 @@ def _figures_and_times(out: Path, timings: dict, left_out: dict | None, not_run:
         lines.append(f"| {name} | {t['wall_s']:.0f} | {cpu} |")
     lines.append(f"| total of these passes | | {total:.0f} ({total / 3600:.2f} CPU-hours) |")
     return lines
-
-
-def readme_block(medium: Path, left_out: dict | None = None) -> str:
-    """The README's results block: the counts over every claim, one table row per claim scored here
-    (the paper's value, ours, the verdict word), the claims not run here grouped by what they need.
-    The reasons are in ``results/medium/REPORT.md``."""
-    entries = claim_verdicts(read_rows(medium), left_out)
-    lines = [f"**{counts_line(entries)}.**", "",
-             "| claim | paper / where | claim in words | paper value | ours (n) | verdict |", "|---|---|---|---|---|---|"]
-    unscored = defaultdict(list)
-    for e in entries:
-        c, r = e.claim, e.row
-        if r is None or (e.verdict.word is Word.NOT_RUN and r.ours is None):
-            unscored[e.verdict.reason or e.verdict.qualifier or "no number of ours"].append(c.id)
-            continue
-        ours = f"{format_value(r.ours, r.ours_ci, r.ci_level)} ({r.n})"
-        lines.append(f"| {c.id} | {c.paper} {c.where} | {_cell(c.claim)} | {paper_cell(c)} | {ours} | {e.verdict.label} |")
-    if unscored:
-        lines += ["", f"Not run here ({sum(map(len, unscored.values()))} claims), by what they need:", ""]
-        lines += [f"- {why}: {', '.join(ids)}" for why, ids in unscored.items()]
-    return "\n".join(lines)
-
-
-def write_readme(path: Path, block: str) -> None:
-    """Replace the block between the README's ``<!-- results:begin/end -->`` markers."""
-    readme = Path(path).read_text()
-    if BEGIN not in readme or END not in readme:
-        raise SystemExit(f"{path}: no {BEGIN} ... {END} block to fill")
-    head, rest = readme.split(BEGIN, 1)
-    Path(path).write_text(head + BEGIN + "\n" + block + "\n" + END + rest.split(END, 1)[1])
