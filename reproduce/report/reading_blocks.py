@@ -4,7 +4,6 @@ the input pilot, computed from the paper's aggregates, the claims table and the 
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import statistics
@@ -50,10 +49,18 @@ def _e9() -> dict:
 
 
 def epoch_one_readings() -> dict[str, list[float]]:
-    """Our medium Fig. 2 runs' sigma_H at epoch 1 under each reading (their per-layer columns)."""
+    """Our medium Fig. 2 runs' sigma_H at epoch 1 under each reading (their per-layer columns): the
+    final records of the runs fig2.yaml plans (a run still training in the folder is not evidence)."""
+    from grok_lightning.records import FINAL_STATUSES
+    from grok_lightning.sweep.grid import load_sweep
+    from reproduce.common import read_planned, sweep_path
+
+    specs = load_sweep(sweep_path("fig2.yaml"), profile="medium").expand()
     out: dict[str, list[float]] = {r: [] for r in READINGS}
-    for path in sorted(glob.glob(str(REPO / "results" / "medium" / "fig2" / "sweep" / "runs" / "*" / "record.json"))):
-        history = json.loads(open(path).read())["history"]
+    for record in read_planned(REPO / "results" / "medium" / "fig2" / "sweep", specs):
+        if record.get("status") not in FINAL_STATUSES:
+            continue
+        history = record["history"]
         for r in READINGS:
             epochs, values = sigma_h_curve(history, r)
             out[r].append(float(values[list(epochs).index(1)]))
