@@ -5,6 +5,10 @@
     python -m reproduce.plan --profile medium --no-write   # print only
     python -m reproduce.plan run CAMPAIGN --profile medium [--dry-run] [--workers N]
     python -m reproduce.plan adopt CAMPAIGN --profile medium   # the profile's axes with its runs
+    python -m reproduce.plan register CAMPAIGN --profile medium  # its prediction, before a target trains it
+
+``run`` registers the campaign's prediction before it trains (:mod:`reproduce.plan.ledger`); a
+campaign a reproduce target trains is registered by ``register`` before its command runs.
 
 Reads the claims table, the report rows and the run records already in ``results/<profile>`` and
 ``results/`` (nothing trains): see :mod:`reproduce.plan.catalogue` (campaigns),
@@ -27,8 +31,8 @@ DOC = REPO / "docs" / "medium.md"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m reproduce.plan", description=__doc__.splitlines()[0])
-    parser.add_argument("action", nargs="?", default="table", choices=("table", "run", "adopt"))
-    parser.add_argument("campaign", nargs="?", help="a campaign of the catalogue (run, adopt)")
+    parser.add_argument("action", nargs="?", default="table", choices=("table", "run", "adopt", "register"))
+    parser.add_argument("campaign", nargs="?", help="a campaign of the catalogue (run, adopt, register)")
     parser.add_argument("--profile", default="medium", help="the catalogue's profile (default medium)")
     parser.add_argument("--catalogue", default=str(CATALOGUE))
     parser.add_argument("--results", default=None, help="the report's folder (default results/<profile>)")
@@ -40,11 +44,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _table(args) -> None:
+    from reproduce.plan.ledger import outcome_table, outcomes
     from reproduce.plan.planner import build_plan
     from reproduce.plan.table import detail, figure, markdown, write_block
 
     plan = build_plan(args.profile, args.results, args.catalogue)
     text = markdown(plan)
+    ledger = outcome_table(outcomes(plan))
+    if ledger:
+        text += ("\n\nCampaigns run, against the prediction registered before they trained "
+                 "(reproduce.plan.ledger):\n\n" + ledger)
     print(text)
     if args.no_write:
         return
@@ -118,6 +127,7 @@ def _run(args) -> None:
     if not todo:
         print("nothing to train")
         return
+    _register(args)
     result = run_sweep(sweep_file, profile=campaign.profile, out=store, workers=args.workers, extend=True,
                        only=lambda entry: entry["run_id"] in todo)
     if adds:
@@ -151,9 +161,20 @@ def _run_stored(campaign, args) -> None:
     if not todo:
         print("nothing to train")
         return
+    _register(args)
     result = run_sweep(target, profile=profile, out=store if campaign.add else None, workers=args.workers,
                        extend=bool(campaign.add), only=lambda entry: entry["run_id"] in todo)
     sys.exit(0 if result.ok else 1)
+
+
+def _register(args) -> None:
+    """Register the campaign's prediction (once: a later call keeps the first)."""
+    from reproduce.plan.ledger import register
+    from reproduce.plan.planner import build_plan
+
+    _campaign(args)
+    path, written = register(build_plan(args.profile, args.results, args.catalogue), args.campaign)
+    print(f"prediction {'registered' if written else 'registered earlier, kept'}: {path}")
 
 
 def _adopt(args) -> None:
@@ -175,7 +196,7 @@ def _adopt(args) -> None:
 
 def main(argv=None) -> None:
     args = _parser().parse_args(argv)
-    {"table": _table, "run": _run, "adopt": _adopt}[args.action](args)
+    {"table": _table, "run": _run, "adopt": _adopt, "register": _register}[args.action](args)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from grok_lightning.config import ConfigError
 from reproduce.common import REPO
@@ -28,6 +29,12 @@ class Plan:
     done: list[str]
     uncovered: list[str]
     power_name: str
+    power: Callable  # (claim, n) -> P(decided) or None
+    entries: list  # today's report entries (claim, row, verdict)
+
+    def n_after_alone(self, name: str, claim_id: str) -> int:
+        """The claim's n once campaign ``name`` alone has run (today's runs plus its own)."""
+        return n_after([self.options[name]], claim_id, self.base_n)
 
     def n_at(self, name: str, claim_id: str) -> int:
         """The claim's n once the ranked campaigns up to ``name`` have run."""
@@ -97,4 +104,5 @@ def build_plan(profile: str = "medium", results: str | Path | None = None, catal
     steps = greedy(list(options.values()), undecided, base_n, power, done=tuple(done))
     uncovered = [c for c in undecided if not catalogue.feeding(c) and c not in catalogue.undecidable]
     return Plan(profile=profile, catalogue=catalogue, undecided=undecided, base_n=base_n, costs=costs,
-                options=options, steps=steps, done=done, uncovered=uncovered, power_name=power_name)
+                options=options, steps=steps, done=done, uncovered=uncovered, power_name=power_name,
+                power=power, entries=entries)

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 from reproduce.plan.ranking import band
+from reproduce.report.prose import replace_block
 
 __all__ = ["BEGIN", "END", "detail", "figure", "markdown", "probabilities_cell", "write_block"]
 
@@ -98,11 +99,7 @@ def detail(plan) -> str:
 
 def write_block(path: Path, text: str) -> None:
     """Replace the text between the plan markers of ``path``."""
-    doc = path.read_text()
-    if BEGIN not in doc or END not in doc:
-        raise SystemExit(f"{path}: no {BEGIN} ... {END} block to fill")
-    head, rest = doc.split(BEGIN, 1)
-    path.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    replace_block(Path(path), "plan", text)
 
 
 def figure(plan, path: Path) -> Path:

@@ -28,6 +28,7 @@ import numpy as np
 
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law
 from reproduce.report.claims import REPO, load_claims
+from reproduce.report.prose import replace_block
 
 __all__ = ["designs", "lambda_c_coverage", "nu_coverage", "table"]
 
@@ -154,10 +155,7 @@ def main(argv=None) -> None:
     if not args.write:
         print(text)
         return
-    path = Path(args.write)
-    doc = path.read_text()
-    head, rest = doc.split(BEGIN, 1)
-    path.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    replace_block(Path(args.write), "coverage", text)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from scipy import stats as sps
 from grok_lightning.stats.equivalence import Count
 from reproduce.report.claims import load_claims
 from reproduce.report.oc import MULTIPLES, SCENARIOS, Model, characteristics, model
+from reproduce.report.prose import replace_block
 
 __all__ = ["BEGIN", "END", "TARGETS", "families", "shortfall", "table"]
 
@@ -167,10 +168,7 @@ def main(argv=None) -> None:
     if not args.write:
         print(text)
         return
-    path = Path(args.write)
-    doc = path.read_text()
-    head, rest = doc.split(BEGIN, 1)
-    path.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    replace_block(Path(args.write), "oc", text)
 
 
 if __name__ == "__main__":

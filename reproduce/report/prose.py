@@ -126,18 +126,24 @@ def stale(root: Path = REPO, facts: blocks.Facts | None = None) -> list[str]:
     return problems
 
 
+def replace_block(file: Path, name: str, text: str) -> bool:
+    """Put ``text`` between the markers of block ``name`` of ``file``; whether the file changed.
+    The one writer of generated blocks (the simulation tables of docs/statistics.md use it too)."""
+    file = Path(file)
+    current = _current(file.parent, file.name, name)
+    if current is None:
+        raise SystemExit(f"{file}: no block {name} to fill (<!-- {name}:begin --> ... <!-- {name}:end -->)")
+    framed = _framed(name, text)
+    if current == framed:
+        return False
+    file.write_text(file.read_text().replace(current, framed, 1))
+    return True
+
+
 def write_all(root: Path = REPO, facts: blocks.Facts | None = None) -> list[str]:
     """Rewrite every block in place; the paths changed."""
-    changed = []
-    for (path, name), text in expected(facts).items():
-        current = _current(root, path, name)
-        if current is None:
-            raise SystemExit(f"{path}: no block {name} to fill (<!-- {name}:begin --> ... <!-- {name}:end -->)")
-        if current != text:
-            file = root / path
-            file.write_text(file.read_text().replace(current, text, 1))
-            changed.append(f"{path} ({name})")
-    return changed
+    facts = facts or blocks.Facts()
+    return [f"{b.path} ({b.name})" for b in BLOCKS if replace_block(root / b.path, b.name, b.render(facts))]
 
 
 def main(argv=None) -> None:
