@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law
 from reproduce.report.claims import REPO, load_claims
-from reproduce.report.prose import replace_block
+from reproduce.report.prose import print_or_write
 
 __all__ = ["designs", "lambda_c_coverage", "nu_coverage", "table"]
 
@@ -151,11 +150,7 @@ def main(argv=None) -> None:
     parser.add_argument("--n-bootstrap", type=int, default=400)
     parser.add_argument("--write", default=None, help="a markdown file whose coverage block to replace")
     args = parser.parse_args(argv)
-    text = table(args.reps, args.n_bootstrap)
-    if not args.write:
-        print(text)
-        return
-    replace_block(Path(args.write), "coverage", text)
+    print_or_write(table(args.reps, args.n_bootstrap), args.write, "coverage")
 
 
 if __name__ == "__main__":

@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import math
 from collections import OrderedDict
-from pathlib import Path
 
 from scipy import stats as sps
 
 from grok_lightning.stats.equivalence import Count
 from reproduce.report.claims import load_claims
 from reproduce.report.oc import MULTIPLES, SCENARIOS, Model, characteristics, model
-from reproduce.report.prose import replace_block
+from reproduce.report.prose import print_or_write
 
 __all__ = ["BEGIN", "END", "TARGETS", "families", "shortfall", "table"]
 
@@ -125,7 +124,7 @@ def criteria(claim_id: str, reps: int) -> dict[str, float]:
             "size": max(sim(mult, "delta")["equivalent"] for mult in MULTIPLES)}
 
 
-def table(reps: int = 400, reps_all: int = 100) -> str:
+def table(reps: int = 400, reps_all: int = 150) -> str:
     """Table 1: every family against the targets (the worst of its claims, ``reps_all`` replicates
     each); table 2: each family's first claim under every scenario at 1-10x (``reps``)."""
     fams = families()
@@ -161,14 +160,10 @@ def table(reps: int = 400, reps_all: int = 100) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400)
-    parser.add_argument("--reps-all", type=int, default=100)
+    parser.add_argument("--reps-all", type=int, default=150)
     parser.add_argument("--write", default=None, help="a markdown file whose OC block to replace")
     args = parser.parse_args(argv)
-    text = table(args.reps, args.reps_all)
-    if not args.write:
-        print(text)
-        return
-    replace_block(Path(args.write), "oc", text)
+    print_or_write(table(args.reps, args.reps_all), args.write, "oc")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ BLOCKS = (
 #: blocks written by a command of their own (slow, or another tool's), not by ``make report``:
 #: ``{(path, name): command}``
 OWN_COMMAND = {
-    ("docs/statistics.md", "oc"): "nice python -m reproduce.report.oc_table --reps 400 --write docs/statistics.md",
+    ("docs/statistics.md", "oc"): "nice python -m reproduce.report.oc_table --reps 400 --reps-all 150 --write docs/statistics.md",
     ("docs/statistics.md", "coverage"): "nice python -m reproduce.report.coverage --write docs/statistics.md",
     ("docs/medium.md", "plan"): "make plan PROFILE=medium",
 }
@@ -138,6 +138,14 @@ def replace_block(file: Path, name: str, text: str) -> bool:
         return False
     file.write_text(file.read_text().replace(current, framed, 1))
     return True
+
+
+def print_or_write(text: str, path: str | None, name: str) -> None:
+    """A simulation table's command line: print ``text``, or put it in block ``name`` of ``path``."""
+    if path:
+        replace_block(Path(path), name, text)
+    else:
+        print(text)
 
 
 def write_all(root: Path = REPO, facts: blocks.Facts | None = None) -> list[str]:
