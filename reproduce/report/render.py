@@ -34,6 +34,12 @@ class Entry:
     verdict: Verdict
 
 
+def n_cell(row: Row) -> str:
+    """The n column: the runs behind ``ours``, and the runs its interval is drawn from where they differ
+    (one lead run's value judged by the prediction interval of 3 runs reads ``1 (3 runs)``)."""
+    return str(row.n) if not row.runs or len(row.runs) == row.n else f"{row.n} ({len(row.runs)} runs)"
+
+
 def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -172,7 +178,7 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
         c, r = e.claim, e.row
         ours = "-" if r is None else format_value(r.ours, r.ours_ci, r.ci_level)
         lines.append(f"| {c.id} | {c.paper} | {c.where} | {_cell(c.claim)} | {paper_cell(c)} | {c.tolerance} | {ours} | "
-                     f"{'-' if r is None else r.n} | {_epochs(r and r.horizon)} / {_epochs(c.horizon)} | "
+                     f"{'-' if r is None else n_cell(r)} | {_epochs(r and r.horizon)} / {_epochs(c.horizon)} | "
                      f"{_cell(_verdict_cell(e))} |")
     lines += ["", "## Every row", "",
               "Rows marked *sensitivity* score a claim under another reading of the same statistic; they never "
@@ -185,7 +191,7 @@ def write_report(out: Path, timings: dict, profile: str, left_out: dict | None =
         quantity = r.quantity + (" *(sensitivity)*" if r.sensitivity else "")
         lines.append(
             f"| {c.label if c else r.source} | {r.claim or '-'} | {_cell(quantity)} | {paper_cell(c) if c else '-'} | "
-            f"{format_value(r.ours, r.ours_ci, r.ci_level)} | {r.profile} | {r.n} | {_epochs(r.horizon)} | "
+            f"{format_value(r.ours, r.ours_ci, r.ci_level)} | {r.profile} | {n_cell(r)} | {_epochs(r.horizon)} | "
             f"{_cell(str(judge(r, c)))} | {_cell(r.note)} |")
     lines += _figures_and_times(out, timings, left_out, not_run)
     path = out / "REPORT.md"
