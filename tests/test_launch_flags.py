@@ -1,4 +1,4 @@
-"""Ensemble size, launcher and devices reach every sweep: from `make`, through reproduce.all, to run_sweep."""
+"""Ensemble size, launcher and devices reach every sweep: from `make`, through reproduce.targets.all, to run_sweep."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reproduce import common
+from reproduce.targets import common
 
 REPO = Path(__file__).resolve().parents[1]
 # under `make test` the outer make's MAKELEVEL/MAKEFLAGS would make the inner one print
@@ -38,7 +38,7 @@ def test_sweep_records_passes_the_launch_flags_to_run_sweep(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("flags", [FLAGS, RAY_FLAGS])
 def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monkeypatch, flags):
-    import reproduce.all as everything
+    import reproduce.targets.all as everything
 
     seen = {}
 
@@ -56,7 +56,7 @@ def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monke
 
 
 def test_reproduce_all_runs_only_the_targets_asked_for_and_merges_their_times(tmp_path, monkeypatch):
-    import reproduce.all as everything
+    import reproduce.targets.all as everything
 
     ran = []
     monkeypatch.setattr(everything.importlib, "import_module",
@@ -64,7 +64,7 @@ def test_reproduce_all_runs_only_the_targets_asked_for_and_merges_their_times(tm
     monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
     (tmp_path / "cpu_time.json").write_text('{"fig8": {"wall_s": 5, "cpu_s": 9}}')  # another pass's
     everything.main(["--profile", "medium", "--out", str(tmp_path), "--targets", "fig2", "long_horizon"])
-    assert ran == ["reproduce.long_horizon", "reproduce.fig2"]  # the profile's order
+    assert ran == ["reproduce.targets.long_horizon", "reproduce.targets.fig2"]  # the profile's order
     assert set(json.loads((tmp_path / "cpu_time.json").read_text())) == {"fig8", "long_horizon", "fig2"}
     with pytest.raises(SystemExit, match="fig9"):  # a target with no medium profile
         everything.main(["--profile", "medium", "--out", str(tmp_path), "--targets", "fig9"])

@@ -119,7 +119,7 @@ def test_grok_lightning_imports_have_no_cycle():
 
 def test_repository_imports_have_no_cycle():
     graph = import_graph(("grok_lightning", "reproduce"))
-    assert "reproduce.all" in graph and graph["reproduce.all"]
+    assert "reproduce.targets.all" in graph and graph["reproduce.targets.all"]
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
 
@@ -216,7 +216,7 @@ def test_every_smoke_caption_says_what_it_can_show_and_what_needs_a_longer_profi
     from grok_lightning.plots.common import SMOKE_SCOPE, caption
 
     named = set()
-    for path in sorted((REPO / "reproduce").glob("*.py")):
+    for path in sorted((REPO / "reproduce" / "targets").glob("*.py")):
         text = path.read_text()
         calls = len(re.findall(r"\bcaption\(", text)) - len(re.findall(r"def caption\(", text))
         named |= set(re.findall(r'figure="(\w+)"', text)) | set(re.findall(r'smoke_scope\(\w+, "(\w+)"\)', text))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reproduce.common import REPO
+from reproduce.targets.common import REPO
 
 __all__ = ["COSTS", "compute_needed", "costs_table", "load_costs", "medium_left_out"]
 
@@ -46,7 +46,7 @@ def compute_needed(systems: dict[str, str], costs: dict | None = None, detail: b
 
 def medium_left_out() -> dict[str, str]:
     """Targets with no medium profile, and why (shown in the medium report); a GPU-sized system's
-    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/costs.py)."""
+    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/targets/costs.py)."""
     def measured(systems: dict[str, str], otherwise: str) -> str:
         return compute_needed(systems) or otherwise
 

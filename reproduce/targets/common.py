@@ -12,7 +12,7 @@ import numpy as np
 from grok_lightning.records import write_json_atomic
 from grok_lightning.sweep.launchers import LAUNCHERS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SWEEPS = REPO / "configs" / "sweeps"
 
 

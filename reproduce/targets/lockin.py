@@ -1,6 +1,6 @@
 """Spectral lock-in (Xu 2026, arXiv 2605.08119, on Tian 2025): its reproduction targets.
 
-    python -m reproduce.lockin --profile smoke|medium|paper --out reproduction [--workers N] [--only main|window|activation|eta|mp]
+    python -m reproduce.targets.lockin --profile smoke|medium|paper --out reproduction [--workers N] [--only main|window|activation|eta|mp]
 
 Targets, all written to ``<out>/lockin/`` (PNGs, ``summary.json``, ``rows.json``, ``NOTES.md``):
 
@@ -35,9 +35,9 @@ from pathlib import Path
 
 from grok_lightning.records import json_safe
 from grok_lightning.stats.lockin import finite_median
-from reproduce.common import cli, parse_args, sweep_records, write_outputs
-from reproduce.lockin_activation import target_activation
-from reproduce.lockin_common import (
+from reproduce.targets.common import cli, parse_args, sweep_records, write_outputs
+from reproduce.targets.lockin_activation import target_activation
+from reproduce.targets.lockin_common import (
     P_MEDIAN_ABS_COS,
     P_RELU,
     P_SIGN_MEDIAN,
@@ -48,9 +48,9 @@ from reproduce.lockin_common import (
     format_number,
     run_configs,
 )
-from reproduce.lockin_eta import target_eta
-from reproduce.lockin_main import target_main, target_window
-from reproduce.lockin_mp import target_mp
+from reproduce.targets.lockin_eta import target_eta
+from reproduce.targets.lockin_main import target_main, target_window
+from reproduce.targets.lockin_mp import target_mp
 
 
 # --- NOTES.md -------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """`make reproduce-all`: every reproduced figure in turn, then <out>/REPORT.md.
 
-    python -m reproduce.all --profile smoke|medium|paper --out reproduction
-    python -m reproduce.all --profile medium --out results/medium --no-train   # make report PROFILE=medium
-    python -m reproduce.all --profile medium --out results/medium --targets fig2 long_horizon
+    python -m reproduce.targets.all --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.all --profile medium --out results/medium --no-train   # make report PROFILE=medium
+    python -m reproduce.targets.all --profile medium --out results/medium --targets fig2 long_horizon
 
 It ends with a tally (:mod:`reproduce.tally`): each target's rows and figures, and what did not
 run and why. Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
@@ -18,11 +18,11 @@ import resource
 import time
 from pathlib import Path
 
-from reproduce.common import cli, launch_argv, missing_runs, parse_args
-from reproduce.costs import medium_left_out
 from reproduce.manifest import MANIFEST_NAME, check_manifest, write_manifest
 from reproduce.report import write_report
 from reproduce.tally import tally
+from reproduce.targets.common import cli, launch_argv, missing_runs, parse_args
+from reproduce.targets.costs import medium_left_out
 
 #: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
 #: Fig. 5 and Fig. 1 sweeps, rllc the long_horizon checkpoints
@@ -78,7 +78,7 @@ def main(argv=None) -> Path:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
         try:
-            importlib.import_module(f"reproduce.{name}").main(forwarded)
+            importlib.import_module(f"reproduce.targets.{name}").main(forwarded)
         except SystemExit as stop:  # --no-train: a target without records is named in the report, not fatal
             if not args.no_train or stop.code in (None, 0):
                 raise
