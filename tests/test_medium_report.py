@@ -73,10 +73,11 @@ def test_a_changed_record_changes_its_number(shipped):
 
 def test_a_pass_without_records_names_every_missing_target_and_trains_nothing(tmp_path):
     from reproduce.targets import all as reproduce_all
+    from reproduce.targets.registry import order
 
     report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train"]).read_text()
     missing = report.split("## In this profile, but without (all) records yet", 1)[1].split("## Not in this profile")[0]
-    for name in reproduce_all.MEDIUM_TARGETS:
+    for name in order("medium"):
         assert f"| {name} | " in missing
     assert not list(tmp_path.rglob("record.json"))
 
@@ -123,11 +124,10 @@ def test_the_report_leads_with_the_verdicts_of_every_claim():
 def test_the_systems_medium_does_not_train_state_their_measured_cost():
     """fig9 and rllc are left out of medium with the CPU-hours their paper protocol was measured
     to need (results/pilots/costs/costs.json), computed, never typed."""
-    from reproduce.targets import all as reproduce_all
-    from reproduce.targets.costs import load_costs
+    from reproduce.targets.costs import load_costs, medium_left_out
 
     costs = load_costs()
-    reasons = reproduce_all.medium_left_out()
+    reasons = medium_left_out()
     assert {"fig9", "rllc"} <= set(reasons) and not {"fig1", "fig10"} & set(reasons)
     for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium"), ("rllc", "rllc_run")):
         assert f"{costs[system]['paper_protocol_cpu_h']:,.0f} CPU-h measured" in reasons[target]

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from grok_lightning.plots.common import caption, place_caption, plt
+from grok_lightning.plots.common import place_caption, plt
 from grok_lightning.records import FINAL_STATUSES, load_record
 from reproduce.manifest import write_manifest
 from reproduce.report import row
 from reproduce.report.sources import claim_sample
-from reproduce.targets.common import REPO, cli, describe, parse_args, write_outputs
+from reproduce.targets.common import REPO, caption, cli, describe, parse_args, write_outputs
 
 
 def main(argv=None) -> Path:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import median_interval
 from reproduce.report import claim, claim_row, row
 from reproduce.targets.common import (
+    caption,
     cli,
     describe,
     n_params,

@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from grok_lightning.plots.architectures import figure_architectures
-from grok_lightning.plots.common import caption
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import mean_interval
 from reproduce.report import claim, claim_row, count_row, join_notes, row
 from reproduce.targets.common import (
+    caption,
     cli,
     n_params,
     parse_args,

@@ -34,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_relaxation
 from grok_lightning.stats import P_RELAX_LEVELS, adamw_bound, adamw_bound_table, fit_exponential_relaxation
 from grok_lightning.stats.relaxation import (
@@ -48,6 +47,7 @@ from grok_lightning.stats.relaxation import (
 from reproduce.report import claim, claim_row, format_value, join_notes, row
 from reproduce.targets.common import (
     SWEEPS,
+    caption,
     cli,
     describe,
     median_ci,

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.figures import figure_two_phase
 from grok_lightning.stats import fit_tanh_rise, phase_summary
 from grok_lightning.stats.intervals import bootstrap_runs
@@ -27,7 +26,7 @@ from grok_lightning.stats.samples import rank_test
 from grok_lightning.stats.trajectory import trajectory_distances
 from reproduce.report import claim, claim_row, join_notes, row
 from reproduce.report.sources import claim_sample
-from reproduce.targets.common import REPO, cli, describe, median_ci, parse_args, sweep_records, write_outputs
+from reproduce.targets.common import REPO, caption, cli, describe, median_ci, parse_args, sweep_records, write_outputs
 
 PAPER = "2605.20441 Fig. 2"
 #: the released reading's history columns

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, permutation_p_floor, permutation_test
 from grok_lightning.stats.phases import sigma_h_curve
@@ -28,6 +27,7 @@ from reproduce.report import claim, claim_row, join_notes
 from reproduce.report.sources import source_value
 from reproduce.targets.a7 import a7_rows
 from reproduce.targets.common import (
+    caption,
     cli,
     describe,
     parse_args,

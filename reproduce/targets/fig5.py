@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law, records_to_arrays
 from grok_lightning.stats.samples import fisher_counts, rank_test, stratified_exact_test
 from reproduce.report import claim, claim_row, join_notes, load_claims
 from reproduce.report.sources import claim_sample
 from reproduce.targets.common import (
+    caption,
     cli,
     describe,
     median_ci,

@@ -34,13 +34,13 @@ from pathlib import Path
 
 import yaml
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.e12 import figure_controls
 from grok_lightning.plots.interventions import figure_forest
 from reproduce.report import load_claims
 from reproduce.targets.common import (
     REPO,
     SWEEPS,
+    caption,
     cli,
     describe,
     parse_args,

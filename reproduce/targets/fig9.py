@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_multitask
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
@@ -22,7 +21,16 @@ from grok_lightning.stats.intervals import mean_interval
 from grok_lightning.stats.phases import sigma_h_curve
 from reproduce.report import claim_row, count_row, join_notes, load_claims, row
 from reproduce.report.sources import source_value
-from reproduce.targets.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.targets.common import (
+    caption,
+    cli,
+    describe,
+    n_params,
+    parse_args,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 
 PAPER = "2605.20441 Fig. 9"
 SYMBOL = {"add": "+", "sub": "-", "mul": "x", "div": "/"}

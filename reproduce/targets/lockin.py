@@ -43,8 +43,8 @@ from reproduce.targets.lockin_common import (
     P_SIGN_MEDIAN,
     P_SIGN_SEED0,
     PAPER,
+    PARTS,
     T6_EPOCHS,
-    TARGETS,
     format_number,
     run_configs,
 )
@@ -143,7 +143,7 @@ def _merge(out: Path, profile: str, ran: dict[str, tuple[dict, list]]) -> tuple[
     for name, (part, part_rows) in ran.items():
         summary["targets"][name] = part
         rows += [{**r, "part": name} for r in part_rows]
-    order = {name: i for i, name in enumerate(TARGETS)}
+    order = {name: i for i, name in enumerate(PARTS)}
     rows.sort(key=lambda r: order.get(r.get("part"), len(order)))
     summary["targets"] = dict(sorted(summary["targets"].items(), key=lambda kv: order.get(kv[0], len(order))))
     return summary, rows
@@ -151,11 +151,11 @@ def _merge(out: Path, profile: str, ran: dict[str, tuple[dict, list]]) -> tuple[
 
 def main(argv=None) -> Path:
     only_parser = argparse.ArgumentParser(add_help=False)
-    only_parser.add_argument("--only", choices=TARGETS, action="append", default=None,
+    only_parser.add_argument("--only", choices=PARTS, action="append", default=None,
                              help="run just this target (repeatable); default: all of them")
     known, rest = only_parser.parse_known_args(argv)
     args = parse_args(__doc__, rest)
-    wanted = known.only or list(TARGETS)
+    wanted = known.only or list(PARTS)
     out = Path(args.out) / "lockin"
     out.mkdir(parents=True, exist_ok=True)
     cache: dict = {}

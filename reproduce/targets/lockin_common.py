@@ -13,13 +13,14 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from grok_lightning.plots.common import smoke_scope
 from grok_lightning.stats.lockin import tian_eta, tian_model
 from grok_lightning.sweep.store import SweepStore
 from reproduce.report import claim
+from reproduce.targets.common import smoke_scope
 
 PAPER = "2605.08119"
-TARGETS = ("main", "window", "activation", "eta", "mp")
+#: the parts `--only` runs, in their order; the registry's lock-in figures are four of them (`mp` has none)
+PARTS = ("main", "window", "activation", "eta", "mp")
 HEADLINE_W = 20
 WINDOWS = (5, 10, 20, 30)
 T6_EPOCHS = (50, 100, 175, 250, 300)

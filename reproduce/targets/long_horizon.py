@@ -27,12 +27,22 @@ from pathlib import Path
 import numpy as np
 
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS
-from grok_lightning.plots.common import caption, smoke_scope
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
 from reproduce.report import claim, claim_row, load_claims, row
-from reproduce.targets.common import REPO, SWEEPS, cli, describe, median_ci, parse_args, sweep_records, sweep_summary
+from reproduce.targets.common import (
+    REPO,
+    SWEEPS,
+    caption,
+    cli,
+    describe,
+    median_ci,
+    parse_args,
+    smoke_scope,
+    sweep_records,
+    sweep_summary,
+)
 from reproduce.targets.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
 
 PAPER = "2605.20441"

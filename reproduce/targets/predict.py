@@ -20,7 +20,6 @@ import argparse
 import csv
 from pathlib import Path
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_auc
 from grok_lightning.stats.predict import (
     BASELINE_FEATURES,
@@ -35,6 +34,7 @@ from grok_lightning.stats.predict import (
 from reproduce.report import claim, claim_row, row
 from reproduce.targets.common import (
     SWEEPS,
+    caption,
     cli,
     describe,
     parse_args,

@@ -27,7 +27,6 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_holdout
 from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.stats.holdout import (
@@ -39,7 +38,7 @@ from grok_lightning.stats.holdout import (
 )
 from grok_lightning.stats.predict import feature_table, table_records
 from reproduce.report import claim, claim_row, join_notes
-from reproduce.targets.common import SWEEPS, describe, read_planned, write_outputs
+from reproduce.targets.common import SWEEPS, caption, describe, read_planned, write_outputs
 
 #: (folder under --out, sweep file, name): the medium records the pool reads
 SOURCES = (("fig5", "canonical_wd.yaml", "Fig. 5"), ("fig4", "head_width.yaml", "Fig. 4"),

@@ -30,10 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.stats.llc import SGLDSettings, devinterp_version
 from reproduce.report import claim, claim_row, row
-from reproduce.targets.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
+from reproduce.targets.common import caption, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 
 PAPER = "2605.20441 rLLC"
 PAPER_R = {"r": claim("rllc.r").value, "ci": list(claim("rllc.r").ci), "n": claim("rllc.r").n}
