@@ -138,28 +138,30 @@ FLOORS = [
     ["grok_lightning.sweep"],
     ["grok_lightning.cli"],
     ["grok_lightning.__main__", "reproduce", "reproduce.manifest", "reproduce.tally"],
-    ["reproduce.report"],  # claims -> rows -> verdict -> REPORT.md: reads what the targets wrote
-    ["reproduce.targets"],  # the registry and one module per figure or study
-    # the generated blocks of README.md and docs/ read the targets' registry, costs and sweeps too
-    ["reproduce.report.prose", "reproduce.plan", "reproduce.__main__"],
+    ["reproduce.targets.shared"],  # the registry, the targets' command line and sweep readers, measured costs
+    ["reproduce.report"],  # claims -> rows -> verdict -> REPORT.md, and the generated blocks of the docs
+    ["reproduce.targets"],  # one module per figure or study
+    ["reproduce.plan", "reproduce.__main__"],
     ["reproduce.pilots"],  # one-off studies: they may use the targets, no target uses them
 ]
 
-#: the modules of reproduce/report/ that write the generated blocks (``prose`` and ``*blocks``)
-PROSE = re.compile(r"reproduce\.report\.(prose|\w*blocks)")
+#: the modules of reproduce/targets/ that the report and the planner read too: they import no target
+#: and nothing of the report
+TARGETS_SHARED = ("reproduce.targets.registry", "reproduce.targets.common", "reproduce.targets.costs")
 
 
 def _part(module: str) -> str:
     """The floor entry a module belongs to: its package (or top-level module) under grok_lightning
-    or reproduce; the report's block writers are a part of their own."""
-    return "reproduce.report.prose" if PROSE.fullmatch(module) else ".".join(module.split(".")[:2])
+    or reproduce; the targets' shared modules are a part of their own."""
+    return "reproduce.targets.shared" if module in TARGETS_SHARED else ".".join(module.split(".")[:2])
 
 
 def test_imports_go_down_the_floors_only():
-    """reproduce imports grok_lightning and never the reverse; in reproduce, pilots -> plan and the
-    generated blocks -> targets -> report -> manifest/tally, so no target imports a pilot and the
-    report engine never a target; inside the package, cli -> sweep -> ensembles -> run ->
-    callbacks/modules/plots -> stats/diagnostics -> metrics/models/data -> records -> config."""
+    """reproduce imports grok_lightning and never the reverse; in reproduce, pilots -> plan ->
+    targets -> report -> the targets' registry, command line and costs -> manifest/tally, so no
+    target imports a pilot and the report never a target; inside the package, cli -> sweep ->
+    ensembles -> run -> callbacks/modules/plots -> stats/diagnostics -> metrics/models/data ->
+    records -> config."""
     floor = {part: level for level, parts in enumerate(FLOORS) for part in parts}
     graph = import_graph(("grok_lightning", "reproduce"))
     unplaced = sorted({_part(name) for name in graph} - set(floor))
