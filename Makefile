@@ -38,7 +38,7 @@ DEVICE ?= cuda
 GPU_CHECK_OUT ?= gpu_check.json
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-fast gpu-check gpu-pilots gpu-systems reproduce-all report reproduce-canonical reproduce-fig1 reproduce-fig2 reproduce-fig5 reproduce-fig9 reproduce-fig11 reproduce-fig4 reproduce-fig8 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-predict reproduce-rllc reproduce-lockin plan tensorboard lean benchmarks clean
+.PHONY: help install demo test test-fast gpu-check gpu-pilots gpu-systems reproduce-all report plan tensorboard lean benchmarks clean
 
 help: ## list targets
 	@grep -E '^[a-zA-Z0-9_%-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -62,71 +62,78 @@ test: install ## full test suite, including the slow real-training tests (what C
 test-fast: install ## unit tests only (no real training)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until it groks
-	$(VENV)/bin/grok-lightning fit --config configs/canonical.yaml --trainer.enable_progress_bar false
+# the reproduction targets: each one module of reproduce/targets/, listed in reproduce/targets/registry.py
+# (`python -m reproduce list`); a new figure is a module and a registry entry, then `python -m reproduce makefile --write`
+# >>> reproduce targets: written by `python -m reproduce makefile --write` from the registry; do not edit
+.PHONY: reproduce-canonical reproduce-fig5 reproduce-fig1 reproduce-predict reproduce-fig11 reproduce-fig9 reproduce-fig2 reproduce-fig8 reproduce-fig4 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-lockin reproduce-lockin-fig1 reproduce-lockin-fig2 reproduce-lockin-fig3 reproduce-lockin-fig4 reproduce-rllc
+reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until it groks; every profile runs the same run (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce canonical --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig5: install ## Fig. 5 lambda_c (logistic, bootstrap, GLM) and nu (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig5 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce fig5 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig1: install ## Fig. 1 regime map lambda x model size (reuses Fig. 5's sweep; PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig1 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+reproduce-fig1: install ## Fig. 1 regime map lambda x model size, on Fig. 5's sweep and more (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce fig1 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig9 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs attention diagnostics, on the runs of Fig. 5 and 1 (medium: 5, 4 and 8) (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce predict --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig11: install ## Fig. 11 / Table 4 AdamW relaxation kappa and horizon bound (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig11 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce fig11 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm clip, paired tests (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig8 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
-
-reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
-
-reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig10 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+reproduce-fig9: install ## Fig. 9 multi-task grok counts, per-task lambda_c (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce fig9 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig2: install ## Fig. 2 two-phase dynamics (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.fig2 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce fig2 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-# long horizon: one sweep (configs/sweeps/long_horizon.yaml) shared by the three figures, analysed
-# post hoc; Fig. 6 also writes Table 3 (C1 identity). E8 retention: `--only e8`, or all parts without --only (reproduce-all)
+reproduce-fig8: install ## Fig. 8 E12 interventions: control, head re-init, norm clip, paired tests (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce fig8 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-fig4: install ## Fig. 4 peak sigma_H vs d/H and the random-label null (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-fig10: install ## Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce fig10 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
 reproduce-fig3: install ## Fig. 3 five-stage long-horizon trajectory (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.long_horizon --only fig3 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce fig3 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig6: install ## Fig. 6 PR_norm over checkpoints + Table 3 C1 identity (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.long_horizon --only fig6 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce fig6 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-fig7: install ## Fig. 7 ESD alpha over checkpoints (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.long_horizon --only fig7 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
-
-reproduce-predict: install ## "does it predict?": held-out AUC of baselines vs attention diagnostics (reuses Fig. 5/1 sweeps; PROFILE=smoke|paper)
-	$(PY) -m reproduce.predict --profile $(PROFILE) --out $(OUT) $(LAUNCH)
-
-# without devinterp (an install with EXTRAS lacking `llc`) the target writes "not run" rLLC rows
-reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra; PROFILE=smoke|paper)
-	$(PY) -m pip install -q -e ".[llc]"
-	$(PY) -m reproduce.rllc --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce fig7 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-lockin: install ## spectral lock-in (arXiv 2605.08119): main, window, x^2 vs ReLU, eta sweep (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.lockin --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce lockin --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-# one lock-in figure at a time: fig1 = main, fig2 = window sweep, fig3 = x^2 vs ReLU, fig4 = eta sweep
-LOCKIN_PART_fig1 := main
-LOCKIN_PART_fig2 := window
-LOCKIN_PART_fig3 := activation
-LOCKIN_PART_fig4 := eta
-reproduce-lockin-fig%: install ## one lock-in figure: fig1 main, fig2 window, fig3 x^2 vs ReLU, fig4 eta (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.lockin --only $(LOCKIN_PART_fig$*) --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+reproduce-lockin-fig1: install ## lock-in Fig. 1: sigma2/sigma3, grok vs control, and the sign rule (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce lockin-fig1 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-lockin-fig2: install ## lock-in Fig. 2: the detector's window W = 5/10/20/30 (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce lockin-fig2 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-lockin-fig3: install ## lock-in Fig. 3: x^2 vs ReLU (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce lockin-fig3 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-lockin-fig4: install ## lock-in Fig. 4: the eta sweep (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce lockin-fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra) (PROFILE=smoke|paper)
+	$(PY) -m pip install -q -e ".[llc]"
+	$(PY) -m reproduce rllc --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+# <<< reproduce targets
 
 reproduce-all: install ## every reproduced figure + reproduction/REPORT.md (PROFILE=smoke|medium|paper)
-	$(PY) -m reproduce.all --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+	$(PY) -m reproduce all --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 # the medium records ship in results/medium; `make report PROFILE=medium` reads them there
 REPORT_OUT = $(if $(filter medium,$(PROFILE)),results/medium,$(OUT))
 # with PROFILE=medium it also rewrites every generated block of README.md and docs/ (reproduce/report/prose.py)
 report: install ## REPORT.md, figures and fits from the records already in results/medium (PROFILE=medium) or OUT, as its MANIFEST.json lists them, and (medium) the generated blocks of README.md and docs/; trains nothing
-	$(PY) -m reproduce.all --profile $(PROFILE) --out $(REPORT_OUT) --no-train --require-manifest
+	$(PY) -m reproduce all --profile $(PROFILE) --out $(REPORT_OUT) --no-train --require-manifest
 	$(if $(filter medium,$(PROFILE)),$(PY) -m reproduce.report.prose)
 
 # the planner reads the claims table, the report rows and the records already in results/ (no installed verb:

@@ -15,7 +15,7 @@ Parts, in order, each with its share of the time left (a part not started by the
    ``<root>/fig9/sweep``.
 
 Each part is its sweep file with the paper profile narrowed to that system (the ``zip`` axis), so
-its run ids are the paper profile's own: ``python -m reproduce.fig10 --profile paper --out
+its run ids are the paper profile's own: ``python -m reproduce.targets.fig10 --profile paper --out
 results/paper --no-train`` scores what ran and names what did not. A run cut by the time box stops
 as ``interrupted`` (its record says how far it got); the JSON (``--out``) gives each part's
 statuses and member-epochs/s, the throughput a full GPU sweep would be planned from.

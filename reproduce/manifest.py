@@ -1,8 +1,8 @@
 """``<out>/MANIFEST.json``: every final run record of a results folder (its path, run id and
 SHA-256), so that the evidence a report stands on is tamper-evident.
 
-The reproduce targets write it after they train (``reproduce.common.sweep_records``,
-``reproduce.all``); ``make report`` checks it before any verdict is computed: a record that
+The reproduce targets write it after they train (``reproduce.targets.common.sweep_records``,
+``reproduce.targets.all``); ``make report`` checks it before any verdict is computed: a record that
 changed, one that is there but not listed (a copied run folder, a record added by hand) and one
 that is listed but gone are each refused in one line naming the file, and no report is written.
 The manifest is what a reviewer cites: ``results/medium/MANIFEST.json`` lists the records the

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grok_lightning.sweep.grid import load_sweep
-from reproduce import fig8
+from reproduce.targets import fig8
 from tests.test_fig8_fig4 import _history_record
 
 
@@ -60,8 +60,8 @@ def _arm_record(seed, values, grok=150, started=None, cpu=None):
 def test_the_pre_grokking_arm_scores_partial_groups_and_costs_missing_ones(tmp_path):
     """Scored on the pairs present (skipping k evaluations moves the window), a group without runs
     reads "not run here" with its epochs and CPU-hours at the rate measured in B, C and P."""
-    from reproduce.e12_pre import measured_rate, missing_cost, pre_arm_rows, score_pre_arm
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
+    from reproduce.targets.e12_pre import measured_rate, missing_cost, pre_arm_rows, score_pre_arm
 
     seeds = range(6)
     rng = np.random.default_rng(2)
@@ -102,7 +102,7 @@ def test_e12_pooled_claims_are_scored_over_both_lambdas_or_say_what_is_missing(t
     """The paper pools lambda 0.015 and 0.05 (A's peak, min s_bar, grok epoch, every group's grok
     count, B - A's grok epoch, the contrasts): with both strata the pooled rows are computed over
     every pair; with one, they read "not run here" with the other stratum's cost."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     seeds = range(4)
 
@@ -140,7 +140,7 @@ def test_e12_pooled_claims_are_scored_over_both_lambdas_or_say_what_is_missing(t
 def test_e12_group_grok_rows_are_invalid_where_e_follows_grokking(tmp_path):
     """A group that starts after A grokked keeps A's grok epoch: its grok count and B - A's grok
     epoch are invalid tests there (and B's are sensitivity rows: B_pre scores those claims)."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     seeds = range(4)
     groups = {"A": [_history_record(0.05, s, {170: 0.4}) for s in seeds],
@@ -159,7 +159,7 @@ def test_e12_group_grok_rows_are_invalid_where_e_follows_grokking(tmp_path):
 def test_e12_pools_another_targets_runs_of_as_model_into_the_grok_rows():
     """Fig. 5's bin at A's lambda trains A's own runs on its seeds (the same configuration but the
     horizon): pooled, only the other seeds are added."""
-    from reproduce.e12_scoring import same_model_runs
+    from reproduce.targets.e12_scoring import same_model_runs
 
     control = [_history_record(0.05, s, {}, grok=150) for s in (7, 11)]
     twin = json.loads(json.dumps(control[0]))
@@ -177,8 +177,8 @@ def test_e12_pools_another_targets_runs_of_as_model_into_the_grok_rows():
 def test_a7_contrasts_compare_runs_that_differ_in_one_factor_alone():
     """Cohen's d of peak sigma_H, add vs mul (and high vs low d_model) on runs equal in all else;
     where no two groups differ in the factor alone, the row says what it needs."""
-    from reproduce.a7 import a7_rows
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
+    from reproduce.targets.a7 import a7_rows
     from tests.test_regimes import make_record
 
     def run(seed, peak, operation="add", d_model=128):

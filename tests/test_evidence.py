@@ -65,7 +65,7 @@ def edit(path: Path, change) -> None:
 # --- 1. a copied run folder counts once ----------------------------------------------------------------
 def test_a_backup_copy_of_a_run_folder_is_not_counted_again(shipped, tmp_path, capsys):
     from grok_lightning.stats.cli import main as analyze
-    from reproduce.common import Launch, sweep_records
+    from reproduce.targets.common import Launch, sweep_records
 
     before, _ = sweep_records("canonical_wd.yaml", "medium", shipped / "fig5", Launch(train=False))
     original = next(p.parent for p in fig5_records(shipped) if p.parent.name.startswith("wd0.02_seed11"))
@@ -82,7 +82,7 @@ def test_a_backup_copy_of_a_run_folder_is_not_counted_again(shipped, tmp_path, c
 
 
 def test_a_record_moved_into_another_runs_folder_is_not_that_run(shipped):
-    from reproduce.common import Launch, sweep_records
+    from reproduce.targets.common import Launch, sweep_records
 
     a, b = fig5_records(shipped)[:2]
     b.write_bytes(a.read_bytes())  # a's record (its own id, its own lambda) in b's folder
@@ -91,7 +91,7 @@ def test_a_record_moved_into_another_runs_folder_is_not_that_run(shipped):
 
 
 def test_a_record_whose_config_was_edited_is_not_its_run(shipped):
-    from reproduce.common import Launch, sweep_records
+    from reproduce.targets.common import Launch, sweep_records
 
     path = fig5_records(shipped)[0]
     edit(path, lambda r: r["config"]["model"].update(lr=0.01))
@@ -172,7 +172,7 @@ def test_an_impossible_record_stops_the_target_in_one_line(shipped):
     edited = [p for p in fig5_records(shipped) if p.parent.name.startswith("wd0.01_")]
     for path in edited:
         edit(path, _grok_after_horizon)
-    done = subprocess.run([sys.executable, "-m", "reproduce.fig5", "--profile", "medium", "--out", str(shipped),
+    done = subprocess.run([sys.executable, "-m", "reproduce.targets.fig5", "--profile", "medium", "--out", str(shipped),
                            "--no-train"], capture_output=True, text=True, cwd=REPO, timeout=300)
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and len(lines) == 1 and str(edited[0]) in lines[0] and "horizon" in lines[0], lines
@@ -197,7 +197,7 @@ def test_the_shipped_manifest_lists_exactly_the_shipped_final_records(shipped):
 
 def _report(root: Path) -> subprocess.CompletedProcess:
     """``make report``'s command (the manifest required) on ``root``."""
-    return subprocess.run([sys.executable, "-m", "reproduce.all", "--profile", "medium", "--out", str(root),
+    return subprocess.run([sys.executable, "-m", "reproduce.targets.all", "--profile", "medium", "--out", str(root),
                            "--no-train", "--require-manifest"], capture_output=True, text=True, cwd=REPO, timeout=600)
 
 

@@ -10,9 +10,9 @@ import json
 import pytest
 from test_regimes import make_record
 
-from reproduce import fig2
+from reproduce.report import verdict
 from reproduce.report.rows import paper_value
-from reproduce.verdict import verdict
+from reproduce.targets import fig2
 
 
 def _run(seed: int, dip: float, memorised_min: float) -> dict:

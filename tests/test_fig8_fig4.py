@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from grok_lightning.sweep.grid import load_sweep
-from reproduce import fig4, fig8
 from reproduce.report import verdict
 from reproduce.report.rows import paper_value
+from reproduce.targets import fig4, fig8
 from tests.test_regimes import make_record
 
 
@@ -90,7 +90,7 @@ def test_e12_derived_sweeps_add_the_placebo_and_the_replay(tmp_path):
 
 
 def test_e12_scores_every_group_on_the_same_window_and_reading(tmp_path):
-    from reproduce.e12_scoring import score_pairs
+    from reproduce.targets.e12_scoring import score_pairs
 
     seeds = range(6)
     rng = np.random.default_rng(0)
@@ -285,7 +285,7 @@ def test_fig4_medium_plans_the_papers_widths_and_the_null():
 
 
 def test_fig10_analyse_fits_each_architecture(tmp_path):
-    from reproduce import fig10
+    from reproduce.targets import fig10
 
     records = []
     for arch, kwargs in (("mlp", {}), ("mamba", {"expand": 2})):
@@ -306,8 +306,8 @@ def test_fig10_analyse_fits_each_architecture(tmp_path):
 
 
 def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cost(tmp_path):
-    from reproduce import fig10
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
+    from reproduce.targets import fig10
 
     records = []
     for wd in (0.03, 0.05, 0.07, 0.1):
@@ -344,7 +344,7 @@ def test_fig10_medium_fits_the_mlp_and_gives_the_other_probes_their_measured_cos
 
 def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, monkeypatch):
     """`make reproduce-all` passes --out reproduction (relative): fig8's derived sweep files live there."""
-    from reproduce.common import SWEEPS, sweep_path
+    from reproduce.targets.common import SWEEPS, sweep_path
 
     monkeypatch.chdir(tmp_path)
     path = fig8.derived_sweep("B", "smoke", {(7, 1.0): 120}, {(7, 1.0): "peak.ckpt"}, Path("reproduction") / "fig8" / "B")
@@ -355,7 +355,7 @@ def test_a_derived_sweep_file_under_a_relative_output_dir_is_found(tmp_path, mon
 def test_e12_rows_score_a_against_the_claims_and_name_missing_groups(tmp_path):
     """Without B, C and R records (reading shipped records only), A's rows are scored against the
     paper's lambda 0.05 stratum and every contrast that needs a missing group says so."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     seeds = range(4)
     groups = {"A": [_history_record(0.05, s, {150: 0.27 + 0.01 * s}) for s in seeds],
@@ -404,7 +404,7 @@ def test_e12_pre_grokking_group_is_triggered_by_most_seeds_and_starts_there(tmp_
 def test_e12_pre_grokking_rows_are_sensitivity_rows_on_their_own_window(tmp_path):
     """Bg is scored against A on (E before grokking, end]: its rows are sensitivity rows of the
     B-A claim and say how many of the planned runs exist; the headline B-A rows are untouched."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     seeds = range(3)
     rng = np.random.default_rng(1)
@@ -429,7 +429,7 @@ def test_e12_rows_short_of_the_claims_horizon_are_not_scored_but_grok_rows_are(t
     """The paper's E12 runs 10,000 epochs. Peaks and minima over (E, end] can still move after a
     shorter horizon: those rows read "not run here (horizon)". A grok epoch is a first crossing:
     when every control run grokked before the horizon, the grok rows are final and scored."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     seeds = range(4)
     groups = {"A": [_history_record(0.05, s, {150: 0.4, 170: 0.2 + 0.01 * s}) for s in seeds],
@@ -452,7 +452,7 @@ def test_e12_d_rows_are_scored_only_from_min_pairs(tmp_path, n_pairs, scored):
     """A paired Cohen's d below MIN_PAIRS_COHEN_D pairs is shown with its interval but reads
     inconclusive, even where that interval excludes the paper's d; the mean difference is scored."""
     from grok_lightning.stats import MIN_PAIRS_COHEN_D
-    from reproduce.verdict import verdict, verdict_class
+    from reproduce.report import verdict, verdict_class
 
     seeds = range(n_pairs)
     # B raises the later peak by about 0.12 on every seed: d far above the paper's -1.19

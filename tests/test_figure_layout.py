@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grok_lightning.plots.common import SMOKE_SCOPE, caption, place_caption, plt
+from grok_lightning.plots.common import caption, place_caption, plt
 from grok_lightning.plots.figures import figure_two_phase
 from grok_lightning.plots.interventions import figure_forest
 
@@ -29,8 +29,10 @@ def _below_every_axis_label(fig) -> bool:
 
 def test_a_long_caption_pushes_the_axes_up_instead_of_overprinting_them():
     details = "p=97 add frac=0.5 batch=512; transformer 2L x 4H, d 64, d_ff 256, init mha; " * 3
-    long = caption("smoke", details, "3 seeds (paper 50), horizon 300 epochs (paper 5,000)", figure="fig2")
-    assert "needs a longer profile" in long and SMOKE_SCOPE["fig2"][1] in long
+    scope = ("memorisation, grokking and the Phase-1 rise of s_bar",
+             "Phase 2, the sigma_H peak and the s_bar dip after grokking (medium: 3 seeds x 2,000 epochs)")
+    long = caption("smoke", details, "3 seeds (paper 50), horizon 300 epochs (paper 5,000)", smoke=scope)
+    assert "needs a longer profile" in long and scope[1] in long
     fig = figure_two_phase([_run(0), _run(1)], long)
     assert _below_every_axis_label(fig)
     plt.close(fig)

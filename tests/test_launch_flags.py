@@ -1,4 +1,4 @@
-"""Ensemble size, launcher and devices reach every sweep: from `make`, through reproduce.all, to run_sweep."""
+"""Ensemble size, launcher and devices reach every sweep: from `make`, through reproduce.targets.all, to run_sweep."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reproduce import common
+from reproduce.targets import common
+from reproduce.targets.registry import order
 
 REPO = Path(__file__).resolve().parents[1]
 # under `make test` the outer make's MAKELEVEL/MAKEFLAGS would make the inner one print
@@ -38,7 +39,7 @@ def test_sweep_records_passes_the_launch_flags_to_run_sweep(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("flags", [FLAGS, RAY_FLAGS])
 def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monkeypatch, flags):
-    import reproduce.all as everything
+    import reproduce.targets.all as everything
 
     seen = {}
 
@@ -51,12 +52,12 @@ def test_reproduce_all_forwards_every_launch_flag_to_each_target(tmp_path, monke
     monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
     everything.main(["--out", str(tmp_path)] + flags)
     expected = common.parse_args("doc", ["--out", str(tmp_path)] + flags).launch
-    assert len(seen) == len(everything.TARGETS)
+    assert len(seen) == len(order("smoke"))
     assert all(launch == expected for launch in seen.values()), (seen, expected)
 
 
 def test_reproduce_all_runs_only_the_targets_asked_for_and_merges_their_times(tmp_path, monkeypatch):
-    import reproduce.all as everything
+    import reproduce.targets.all as everything
 
     ran = []
     monkeypatch.setattr(everything.importlib, "import_module",
@@ -64,7 +65,7 @@ def test_reproduce_all_runs_only_the_targets_asked_for_and_merges_their_times(tm
     monkeypatch.setattr(everything, "write_report", lambda *a: tmp_path / "REPORT.md")
     (tmp_path / "cpu_time.json").write_text('{"fig8": {"wall_s": 5, "cpu_s": 9}}')  # another pass's
     everything.main(["--profile", "medium", "--out", str(tmp_path), "--targets", "fig2", "long_horizon"])
-    assert ran == ["reproduce.long_horizon", "reproduce.fig2"]  # the profile's order
+    assert ran == ["reproduce.targets.long_horizon", "reproduce.targets.fig2"]  # the profile's order
     assert set(json.loads((tmp_path / "cpu_time.json").read_text())) == {"fig8", "long_horizon", "fig2"}
     with pytest.raises(SystemExit, match="fig9"):  # a target with no medium profile
         everything.main(["--profile", "medium", "--out", str(tmp_path), "--targets", "fig9"])
@@ -73,8 +74,7 @@ def test_reproduce_all_runs_only_the_targets_asked_for_and_merges_their_times(tm
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_every_make_reproduce_target_passes_the_launch_variables():
     help_text = subprocess.run(MAKE + ["-s", "help"], cwd=REPO, env=MAKE_ENV, capture_output=True, text=True, check=True).stdout
-    targets = [t for t in re.findall(r"^\s+(reproduce-\S+)", help_text, re.M) if t != "reproduce-canonical"]
-    targets = [t.replace("%", "2") for t in targets]  # reproduce-lockin-fig% -> one of its figures
+    targets = re.findall(r"^\s+(reproduce-\S+)", help_text, re.M)
     assert len(targets) >= 15
     variables = ["ENSEMBLE=64", "WORKERS=3", "DEVICES=0,2", "RUNS_PER_DEVICE=2", "LAUNCHER=ray",
                  "ADDRESS=head:6379", "GPUS_PER_RUN=0.5"]

@@ -93,7 +93,7 @@ def test_sigma_h_timing_matches_the_diagnostic(trained):
 def test_reproduce_rllc_on_a_tiny_checkpointed_run(tiny, tmp_path):
     """A real tiny run with CheckpointSchedule, then the rLLC target's analysis on its checkpoints (~15 s)."""
     from grok_lightning.run import run_config
-    from reproduce.rllc import analyse
+    from reproduce.targets.rllc import analyse
 
     config = tiny(max_epochs=6)
     config["trainer"]["callbacks"] = [{"class_path": "grok_lightning.callbacks.CheckpointSchedule",
@@ -113,14 +113,14 @@ def test_reproduce_rllc_on_a_tiny_checkpointed_run(tiny, tmp_path):
 
 
 def test_reproduce_rllc_without_devinterp_or_checkpoints_writes_not_run_rows(tmp_path, monkeypatch):
-    from reproduce import rllc
+    from reproduce.targets import rllc
 
     rllc.analyse([], tmp_path / "runs", "smoke", tmp_path / "a", SGLDSettings())
     rows = json.loads((tmp_path / "a" / "rows.json").read_text())
     assert rows[0]["ours"] is None and "no run of the long-horizon sweep has saved weights" in rows[0]["note"]
     monkeypatch.setattr(rllc, "devinterp_version", lambda: None)
-    import reproduce.weight_analysis
+    import reproduce.targets.weight_analysis
 
-    monkeypatch.setattr(reproduce.weight_analysis, "checkpoint_files", lambda record, root: {1: "x"})
+    monkeypatch.setattr(reproduce.targets.weight_analysis, "checkpoint_files", lambda record, root: {1: "x"})
     rllc.analyse([{"status": "completed"}], tmp_path / "runs", "smoke", tmp_path / "b", SGLDSettings())
     assert "devinterp is not installed" in json.loads((tmp_path / "b" / "rows.json").read_text())[0]["note"]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from grok_lightning.stats.lockin import lockin_key
-from reproduce import lockin, lockin_activation, lockin_eta, lockin_main
 from reproduce.report.claims import claim
 from reproduce.report.rows import paper_value
+from reproduce.targets import lockin, lockin_activation, lockin_eta, lockin_main
 
 
 def _record(eta: float, seed: int, activation: str = "x2", horizon: int = 400) -> dict:
@@ -66,8 +66,8 @@ def test_the_four_targets_build_rows_figures_and_notes(tmp_path):
 def test_the_m_x_p_target_counts_rho_fires_in_every_run_grokking_or_not():
     """lock.mp_rho: a run counts as fired when rho_tian reaches the threshold at any epoch its
     record holds, a diverged run too; the note gives each (M, p) cell."""
-    from reproduce import lockin_mp
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
+    from reproduce.targets import lockin_mp
 
     runs = []
     for M, p in ((41, 0.1), (127, 0.5)):

@@ -2,7 +2,7 @@
 
 Fast tests drive the post-hoc analysis with a tiny transformer whose weights are saved in the
 ``CheckpointSchedule`` layout, and the table/figure code with synthetic records; one slow test runs
-``reproduce.long_horizon`` end to end on a tiny sweep (p = 23, 2 layers x 2 heads, 30 epochs).
+``reproduce.targets.long_horizon`` end to end on a tiny sweep (p = 23, 2 layers x 2 heads, 30 epochs).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from grok_lightning.metrics.head_outputs import head_output_participation
 from grok_lightning.plots.long_horizon import figure_five_stage
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, model_esd_alpha
 from grok_lightning.sweep.grid import load_sweep
-from reproduce import long_horizon
-from reproduce.weight_analysis import analyse_checkpoint, build_model_from_record, checkpoint_files, eval_split
+from reproduce.targets import long_horizon
+from reproduce.targets.weight_analysis import analyse_checkpoint, build_model_from_record, checkpoint_files, eval_split
 
 
 def _record(wd=1.0, seed=42, name=None, status="completed", **extra) -> dict:

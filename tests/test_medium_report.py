@@ -46,7 +46,7 @@ def shipped(tmp_path):
 
 @pytest.mark.slow
 def test_report_regenerates_from_the_shipped_records_without_training(shipped):
-    from reproduce import all as reproduce_all
+    from reproduce.targets import all as reproduce_all
 
     before = set(p for p in shipped.rglob("record.json"))
     # how long this takes is measured, not asserted (README, "Measured"): a loaded machine is slower
@@ -56,7 +56,7 @@ def test_report_regenerates_from_the_shipped_records_without_training(shipped):
 
 
 def test_a_changed_record_changes_its_number(shipped):
-    from reproduce import fig2
+    from reproduce.targets import fig2
 
     fig2.main(["--profile", "medium", "--out", str(shipped), "--no-train"])
     rows = _rows(shipped / "fig2" / "rows.json")
@@ -72,17 +72,18 @@ def test_a_changed_record_changes_its_number(shipped):
 
 
 def test_a_pass_without_records_names_every_missing_target_and_trains_nothing(tmp_path):
-    from reproduce import all as reproduce_all
+    from reproduce.targets import all as reproduce_all
+    from reproduce.targets.registry import order
 
     report = reproduce_all.main(["--profile", "medium", "--out", str(tmp_path), "--no-train"]).read_text()
     missing = report.split("## In this profile, but without (all) records yet", 1)[1].split("## Not in this profile")[0]
-    for name in reproduce_all.MEDIUM_TARGETS:
+    for name in order("medium"):
         assert f"| {name} | " in missing
     assert not list(tmp_path.rglob("record.json"))
 
 
 def test_a_target_with_runs_missing_is_reported_as_partial(tmp_path):
-    from reproduce import all as reproduce_all
+    from reproduce.targets import all as reproduce_all
 
     shutil.copytree(MEDIUM / "fig2", tmp_path / "fig2")
     records = sorted((tmp_path / "fig2" / "sweep" / "runs").glob("*/record.json"))
@@ -95,7 +96,7 @@ def test_a_target_with_runs_missing_is_reported_as_partial(tmp_path):
 def test_lockin_reports_the_parts_that_have_records(tmp_path):
     """Only the main lock-in sweep shipped: main and window report from it; activation and eta,
     whose sweeps have no records, are listed as missing instead of dropping every lock-in row."""
-    from reproduce import all as reproduce_all
+    from reproduce.targets import all as reproduce_all
 
     store = tmp_path / "lockin" / "lockin_main"
     shutil.copytree(MEDIUM / "lockin" / "lockin_main", store)
@@ -108,8 +109,7 @@ def test_lockin_reports_the_parts_that_have_records(tmp_path):
 
 
 def test_the_report_leads_with_the_verdicts_of_every_claim():
-    from reproduce.claims import load_claims
-    from reproduce.report import VERDICTS
+    from reproduce.report import VERDICTS, load_claims
 
     text = (MEDIUM / "REPORT.md").read_text()
     head = text.split("## Every claim", 1)[0]
@@ -124,11 +124,10 @@ def test_the_report_leads_with_the_verdicts_of_every_claim():
 def test_the_systems_medium_does_not_train_state_their_measured_cost():
     """fig9 and rllc are left out of medium with the CPU-hours their paper protocol was measured
     to need (results/pilots/costs/costs.json), computed, never typed."""
-    from reproduce import all as reproduce_all
-    from reproduce.costs import load_costs
+    from reproduce.targets.costs import load_costs, medium_left_out
 
     costs = load_costs()
-    reasons = reproduce_all.medium_left_out()
+    reasons = medium_left_out()
     assert {"fig9", "rllc"} <= set(reasons) and not {"fig1", "fig10"} & set(reasons)
     for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium"), ("rllc", "rllc_run")):
         assert f"{costs[system]['paper_protocol_cpu_h']:,.0f} CPU-h measured" in reasons[target]

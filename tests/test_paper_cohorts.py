@@ -11,7 +11,7 @@ from test_regimes import make_record
 from conftest import REPO
 from grok_lightning.config import ConfigError
 from grok_lightning.sweep.grid import load_sweep, max_epochs_of
-from reproduce import fig10
+from reproduce.targets import fig10
 
 SWEEPS = REPO / "configs" / "sweeps"
 S0 = [7, 11, 31, 42, 73, 97, 123, 199, 401, 977]

@@ -55,8 +55,8 @@ def test_no_peak_in_the_majority_means_no_test(tmp_path):
 
 
 def test_fig2_report_rows_name_the_best_lasting_choice_and_how_many_were_tried(tmp_path):
-    from reproduce import fig2
     from reproduce.report import verdict
+    from reproduce.targets import fig2
 
     def arm(s_bar, sigma):
         return {"score": s_bar + sigma, "distance": {"s_bar": s_bar, "sigma_H": sigma}, "horizon": 2000, "seeds": [7, 11]}

@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from grok_lightning.config import ConfigError
-from reproduce.claims import Claim
 from reproduce.plan.catalogue import Campaign, Group, load_catalogue
 from reproduce.plan.costs import campaign_cost, load_usages, rate_of
 from reproduce.plan.planner import _check_adoption, build_plan
 from reproduce.plan.ranking import Option, band, greedy, n_after
 from reproduce.plan.table import BEGIN, END, figure, markdown, write_block
+from reproduce.report import Claim
 
 REPO = Path(__file__).resolve().parents[1]
 

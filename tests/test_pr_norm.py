@@ -31,7 +31,7 @@ from grok_lightning.metrics.participation import (
 from grok_lightning.models.transformer import DecoderTransformer
 from grok_lightning.run import run_config
 from grok_lightning.stats.spectra import head_covariance_eigenvalues, pr_identity_rows
-from reproduce.weight_analysis import head_pr_states
+from reproduce.targets.weight_analysis import head_pr_states
 
 
 def _np_pr(x: np.ndarray, centring: str) -> float:

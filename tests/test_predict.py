@@ -157,7 +157,7 @@ def test_bootstrap_with_too_few_two_class_resamples_gives_an_undefined_ci():
 
 
 def test_reproduce_predict_writes_its_outputs(tmp_path):
-    from reproduce.predict import analyse
+    from reproduce.targets.predict import analyse
 
     records = _signal_records(n_wd=4, n_seeds=4)
     summary = analyse(records, "smoke", tmp_path, epoch=60, slope_window=30, n_bootstrap=50, n_estimators=20,
@@ -168,7 +168,7 @@ def test_reproduce_predict_writes_its_outputs(tmp_path):
     import json
 
     rows = json.loads((tmp_path / "rows.json").read_text())
-    from reproduce.claims import claim
+    from reproduce.report import claim
 
     assert [paper_value(r) for r in rows[:2]] == [claim("e11.rf_auc").value, claim("e11.logistic_auc").value]
     assert all(paper_value(r) is None and r["null"] == 0.0 for r in rows[2:]) and len(rows) == 6
@@ -183,8 +183,8 @@ def _medium_records(root, with_e12: bool):
     import json
 
     from grok_lightning.sweep.grid import load_sweep
-    from reproduce.common import SWEEPS
-    from reproduce.predict_medium import SOURCES
+    from reproduce.targets.common import SWEEPS
+    from reproduce.targets.predict_medium import SOURCES
 
     rng = np.random.default_rng(3)
     for folder, sweep_file, _ in SOURCES:
@@ -220,8 +220,8 @@ def _medium_records(root, with_e12: bool):
 def test_medium_without_a_split_gives_invalid_rows_and_a_figure(tmp_path):
     import json
 
-    from reproduce.predict_medium import run
-    from reproduce.verdict import verdict, verdict_class
+    from reproduce.report import verdict, verdict_class
+    from reproduce.targets.predict_medium import run
 
     _medium_records(tmp_path, with_e12=False)
     out = run(tmp_path, n_bootstrap=50, n_estimators=10)
@@ -239,9 +239,8 @@ def test_medium_without_a_split_gives_invalid_rows_and_a_figure(tmp_path):
 def test_medium_with_the_e12_runs_holds_out_lambda_005_and_is_inconclusive(tmp_path):
     import json
 
-    from reproduce.claims import claim
-    from reproduce.predict_medium import run
-    from reproduce.verdict import verdict, verdict_class
+    from reproduce.report import claim, verdict, verdict_class
+    from reproduce.targets.predict_medium import run
 
     _medium_records(tmp_path, with_e12=True)
     out = run(tmp_path, n_bootstrap=100, n_estimators=20)
@@ -261,7 +260,7 @@ def test_medium_with_the_e12_runs_holds_out_lambda_005_and_is_inconclusive(tmp_p
 
 def test_holdout_auc_interval_and_an_empty_pool(tmp_path):
     from grok_lightning.stats.holdout import holdout_auc
-    from reproduce.predict_medium import run
+    from reproduce.targets.predict_medium import run
 
     rng = np.random.default_rng(0)
     records = [_record(f"r{i}", [0.01, 0.05, 1.0][i % 3], i, sigma, retention="retained" if sigma < 0.03 else "collapsed",

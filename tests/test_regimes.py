@@ -14,10 +14,9 @@ import pytest
 
 from grok_lightning.records import new_record
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, regime_counts
-from reproduce import fig1, fig5, fig9, fig11
-from reproduce.claims import claim
-from reproduce.report import verdict
+from reproduce.report import claim, verdict
 from reproduce.report.rows import paper_value
+from reproduce.targets import fig1, fig5, fig9, fig11
 
 MODEL = {"arch": "transformer", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "lr": 1e-3,
          "betas": [0.9, 0.999], "init": "pytorch", "weight_decay_scope": "all", "eval_every": 10, "eval_dense_until": 10}
@@ -205,7 +204,7 @@ def test_fig9_analyse_counts_per_task(tmp_path):
 def test_fig9_scores_the_per_lambda_rates_and_the_19m_cells_peak(tmp_path):
     """e9.rate_wd*: grok rates pooled over tasks and scales at the paper's lambdas; e9.sigma_peak_medium:
     the mean summed peak of the 19M model's mod-add runs at lambda 0.015 (not run here without them)."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     records = [make_record(0.07, seed, operation=op, grok_epoch=150) for op in ("add", "mul") for seed in (7, 11)]
     records += [make_record(0.003, 7, operation="add", grok_epoch=None)]
@@ -287,7 +286,7 @@ def test_fig11_at_the_papers_lambda_c_horizon_adds_table_4s_own_pairing(tmp_path
 def test_fig11_cross_seed_kappa_is_the_early_window_estimator_averaged_over_seeds(tmp_path):
     """fig11.kappa_cross_seed: the paper's estimator on each run's checkpoints at t <= 5,000, mean
     over seeds; runs shorter than 5,000 epochs cannot give it (not run here, horizon)."""
-    from reproduce.verdict import verdict
+    from reproduce.report import verdict
 
     def run(seed, kappa, horizon):
         omega = lambda t: 20.0 + 60.0 * np.exp(-1e-3 * kappa * 1.0 * t)  # noqa: E731

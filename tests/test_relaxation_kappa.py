@@ -15,8 +15,8 @@ from grok_lightning.stats.relaxation import (
     fit_relaxation_paper,
     kappa_two_point,
 )
-from reproduce import fig11
-from reproduce.claims import claim
+from reproduce.report import claim
+from reproduce.targets import fig11
 
 
 def test_the_papers_kappa_is_the_cap_through_its_first_checkpoint():

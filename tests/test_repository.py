@@ -4,6 +4,7 @@ data that ships with the clone."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -119,7 +120,7 @@ def test_grok_lightning_imports_have_no_cycle():
 
 def test_repository_imports_have_no_cycle():
     graph = import_graph(("grok_lightning", "reproduce"))
-    assert "reproduce.all" in graph and graph["reproduce.all"]
+    assert "reproduce.targets.all" in graph and graph["reproduce.targets.all"]
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle)
 
@@ -136,23 +137,31 @@ FLOORS = [
     ["grok_lightning.ensembles"],
     ["grok_lightning.sweep"],
     ["grok_lightning.cli"],
-    ["grok_lightning.__main__", "reproduce"],
+    ["grok_lightning.__main__", "reproduce", "reproduce.manifest", "reproduce.tally"],
+    ["reproduce.targets.shared"],  # the registry, the targets' command line and sweep readers, measured costs
+    ["reproduce.report"],  # claims -> rows -> verdict -> REPORT.md, and the generated blocks of the docs
+    ["reproduce.targets"],  # one module per figure or study
+    ["reproduce.plan", "reproduce.__main__"],
     ["reproduce.pilots"],  # one-off studies: they may use the targets, no target uses them
 ]
 
+#: the modules of reproduce/targets/ that the report and the planner read too: they import no target
+#: and nothing of the report
+TARGETS_SHARED = ("reproduce.targets.registry", "reproduce.targets.common", "reproduce.targets.costs")
+
 
 def _part(module: str) -> str:
-    """The floor entry a module belongs to: its package under grok_lightning, or reproduce / reproduce.pilots."""
-    parts = module.split(".")
-    if parts[0] == "reproduce":
-        return "reproduce.pilots" if parts[1:2] == ["pilots"] else "reproduce"
-    return ".".join(parts[:2])
+    """The floor entry a module belongs to: its package (or top-level module) under grok_lightning
+    or reproduce; the targets' shared modules are a part of their own."""
+    return "reproduce.targets.shared" if module in TARGETS_SHARED else ".".join(module.split(".")[:2])
 
 
 def test_imports_go_down_the_floors_only():
-    """reproduce imports grok_lightning and never the reverse; no target imports a pilot; inside the
-    package, cli -> sweep -> ensembles -> run -> callbacks/modules/plots -> stats/diagnostics ->
-    metrics/models/data -> records -> config."""
+    """reproduce imports grok_lightning and never the reverse; in reproduce, pilots -> plan ->
+    targets -> report -> the targets' registry, command line and costs -> manifest/tally, so no
+    target imports a pilot and the report never a target; inside the package, cli -> sweep ->
+    ensembles -> run -> callbacks/modules/plots -> stats/diagnostics -> metrics/models/data ->
+    records -> config."""
     floor = {part: level for level, parts in enumerate(FLOORS) for part in parts}
     graph = import_graph(("grok_lightning", "reproduce"))
     unplaced = sorted({_part(name) for name in graph} - set(floor))
@@ -211,16 +220,21 @@ def test_reference_data_ships_with_its_licence_note():
 
 
 def test_every_smoke_caption_says_what_it_can_show_and_what_needs_a_longer_profile():
-    import re
-
-    from grok_lightning.plots.common import SMOKE_SCOPE, caption
+    """Every caption a target draws names its registry entry (``figure=``), so that under the smoke
+    profile it ends with the entry's smoke scope; every scope of the registry is used."""
+    from reproduce.targets.common import caption
+    from reproduce.targets.registry import TARGETS, smoke_scope
 
     named = set()
-    for path in sorted((REPO / "reproduce").glob("*.py")):
+    for path in sorted((REPO / "reproduce" / "targets").glob("*.py")):
+        if path.name == "common.py":  # where caption() itself is defined
+            continue
         text = path.read_text()
-        calls = len(re.findall(r"\bcaption\(", text)) - len(re.findall(r"def caption\(", text))
-        named |= set(re.findall(r'figure="(\w+)"', text)) | set(re.findall(r'smoke_scope\(\w+, "(\w+)"\)', text))
-        assert calls == len(re.findall(r'figure=("\w+"|None)', text)), f"{path.name}: a caption without figure="
-    assert named == set(SMOKE_SCOPE)
-    assert "needs a longer profile" in caption("smoke", "x", figure="fig2")
+        calls = len(re.findall(r"\bcaption\(", text))
+        named |= set(re.findall(r'figure="([\w-]+)"', text)) | set(re.findall(r'smoke_scope\(\w+, "([\w-]+)"\)', text))
+        assert calls == len(re.findall(r'figure=("[\w-]+"|None)', text)), f"{path.name}: a caption without figure="
+    scoped = {entry.name for t in TARGETS for entry in (t, *t.figures) if entry.smoke is not None}
+    assert named == scoped
+    assert smoke_scope("fig2").needs in caption("smoke", "x", figure="fig2")
+    assert smoke_scope("lockin-fig3") == smoke_scope("lockin")  # a figure without its own has its target's
     assert "needs a longer profile" not in caption("medium", "x", figure="fig2")

@@ -40,7 +40,7 @@ from grok_lightning.stats import (
     relaxation_curve,
     tanh_rise,
 )
-from reproduce.claims import claim
+from reproduce.report import claim
 
 
 def _expand_bins(bins):

@@ -363,7 +363,7 @@ def test_a_bad_record_under_no_train_names_the_file(tmp_path, damage, expected):
         broken.write_text('{"status": "completed", "config": ')
     else:
         broken.write_text(json.dumps({**json.loads(broken.read_text()), "final_test_acc": "0.9"}))
-    done = subprocess.run([sys.executable, "-m", "reproduce.fig2", "--profile", "medium", "--out", str(tmp_path),
+    done = subprocess.run([sys.executable, "-m", "reproduce.targets.fig2", "--profile", "medium", "--out", str(tmp_path),
                            "--no-train"], capture_output=True, text=True, cwd=REPO, timeout=300)
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and len(lines) == 1 and str(broken) in lines[0] and expected in lines[0], lines

@@ -10,7 +10,7 @@ from matplotlib import pyplot as plt
 
 from grok_lightning.records import series
 
-__all__ = ["aligned", "band", "caption", "finish", "place_caption", "plt", "PAPER_STYLE"]
+__all__ = ["aligned", "band", "caption", "finish", "place_caption", "plt", "smoke_line", "PAPER_STYLE"]
 
 PAPER_STYLE = dict(color="black", linestyle=":", linewidth=1.2)
 
@@ -38,34 +38,6 @@ def band(ax, epochs: np.ndarray, table: np.ndarray, color: str, label: str) -> N
     ax.fill_between(epochs, q25, q75, color=color, alpha=0.25, linewidth=0)
 
 
-#: what each figure's smoke run can show, and what needs the ``medium`` profile (or ``paper``);
-#: added to every smoke caption, so a reader never takes a pipeline check for a null result
-SMOKE_SCOPE = {
-    "canonical": ("grokking of the canonical model at lambda 1",
-                  "Phase 2 (medium Fig. 2: 2,000 epochs)"),
-    "fig1": ("the regime map's plumbing on the 2 smallest models",
-             "the 19M and 85M models (paper profile, GPU)"),
-    "fig2": ("memorisation, grokking and the Phase-1 rise of s_bar",
-             "Phase 2, the sigma_H peak and the s_bar dip after grokking (medium: 3 seeds x 2,000 epochs)"),
-    "fig3": ("the five-stage panels' pipeline on 300-epoch runs",
-             "the later stages (medium: 1,000 epochs; paper: 20,000)"),
-    "fig4": ("the amplitude fit and null on 6 runs",
-             "the slope's sign and size (medium: H 4/8/16 + null, 4 seeds, 600 epochs)"),
-    "fig5": ("the grok-probability sigmoid and its fits at a short horizon",
-             "lambda_c of the canonical model at the paper's 5,000-epoch horizon (medium)"),
-    "fig6": ("PR_norm at the smoke checkpoints", "Table 3's rows at epochs 100/500/1,000 (medium)"),
-    "fig7": ("the ESD alpha pipeline", "alpha at epochs 100/500/1,000 (medium)"),
-    "fig8": ("A, B and C on 2 paired seeds (no test can pass)",
-             "the paired tests of E12 (medium: 6 seeds, 300-epoch window)"),
-    "fig9": ("per-task grok counts at a short horizon", "per-task lambda_c (medium profile: make reproduce-fig9 PROFILE=medium)"),
-    "fig10": ("every architecture's pipeline at 200 epochs", "the 10,000-epoch comparison (paper profile, GPU)"),
-    "fig11": ("kappa from lambda = 1 smoke runs", "kappa with the paper's estimator on 1,000-epoch runs (medium)"),
-    "predict": ("the predictor's pipeline (underpowered)", "~15 seeds per lambda inside the transition (paper)"),
-    "rllc": ("the SGLD estimate on the smoke checkpoints", "a correlation over many checkpoints (paper)"),
-    "lockin": ("the detector and sign rule on shortened runs", "the paper's own protocol (medium: 15 + 15 seeds)"),
-}
-
-
 def finish(fig, title: str, caption_text: str, bottom: float = 0.05, top: float = 0.97, caption_size: float = 7):
     """Title, the caption along the bottom edge, and a layout that leaves both room."""
     fig.suptitle(title, fontsize=11)
@@ -88,17 +60,23 @@ def place_caption(fig, caption_text: str, bottom: float = 0.05, top: float = 0.9
     return fig
 
 
-def caption(profile: str, details: str, differs: str | None = None, figure: str | None = None) -> str:
-    """``profile | details``, what differs from the paper, and (smoke) what the figure can show."""
+def caption(profile: str, details: str, differs: str | None = None, smoke: tuple[str, str] | None = None) -> str:
+    """``profile | details``, what differs from the paper, and (smoke profile) ``smoke``: a
+    ``(shows, needs)`` pair saying what the figure can show and what needs a longer profile."""
     text = f"profile: {profile} | {details}"
     if differs:
         text += f"\ndiffers from the paper: {differs}"
-    return text + smoke_scope(profile, figure)
+    return text + smoke_line(profile, smoke)
 
 
-def smoke_scope(profile: str, figure: str | None) -> str:
-    """The smoke caption's last line: what this run can show and what needs a longer profile."""
-    if profile != "smoke" or figure is None:
+def smoke_line(profile: str, smoke: tuple[str, str] | None) -> str:
+    """The smoke caption's last line, so a reader never takes a pipeline check for a null result
+    (empty for the other profiles).
+
+    >>> print(smoke_line("smoke", ("the fit", "the 5,000-epoch horizon (medium)")).strip())
+    smoke shows: the fit; needs a longer profile: the 5,000-epoch horizon (medium)
+    """
+    if profile != "smoke" or smoke is None:
         return ""
-    shows, needs = SMOKE_SCOPE[figure]
+    shows, needs = smoke
     return f"\nsmoke shows: {shows}; needs a longer profile: {needs}"

@@ -4,7 +4,7 @@
 Functions of results: run records (Fig. 3) and per-checkpoint series computed post hoc from the
 saved weights (``series``: ``[{"wd", "seed", "lead", "epoch": [...], "pr_norm": [...],
 "esd_alpha": [...]}]``). The paper's values and stage bands are passed in by the caller
-(reproduce/long_horizon.py) and drawn dotted / shaded, labelled as the paper's.
+(reproduce/targets/long_horizon.py) and drawn dotted / shaded, labelled as the paper's.
 """
 
 from __future__ import annotations

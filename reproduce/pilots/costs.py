@@ -15,7 +15,7 @@ cost less, so the protocol's figure is an upper bound, said so in the rows.
 
 Writes ``results/pilots/costs/costs.json`` (one entry per system, merged with what is there) and
 the run records under ``results/pilots/costs/<system>/``; the reports read it with
-:mod:`reproduce.costs`.
+:mod:`reproduce.targets.costs`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from grok_lightning.records import write_json_atomic
 from grok_lightning.sweep.grid import get_dotted, load_sweep, set_dotted
-from reproduce.common import SWEEPS, cli
-from reproduce.costs import COSTS, costs_table, load_costs
+from reproduce.targets.common import SWEEPS, cli
+from reproduce.targets.costs import COSTS, costs_table, load_costs
 
 ROOT = COSTS.parent
 #: system -> (sweep file, the paper-profile runs it stands for: {dotted key: value} filter)

@@ -30,8 +30,8 @@ from grok_lightning.plots.common import finish, plt
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.validity import peak_check
-from reproduce.claims import claim
-from reproduce.common import cli
+from reproduce.report import claim
+from reproduce.targets.common import cli
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "pilots" / "e12_pilot"

@@ -23,7 +23,7 @@ import numpy as np
 from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atomic
 from grok_lightning.stats.interventions import sigma_curve
 from grok_lightning.stats.phases import history_curve
-from reproduce.common import cli
+from reproduce.targets.common import cli
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO / "results" / "pilots" / "e12_precision"

@@ -27,7 +27,7 @@ import torch
 from grok_lightning.callbacks.interventions import HeadReinit, head_slices
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.modules import GrokkingModule
-from reproduce.common import REPO, cli
+from reproduce.targets.common import REPO, cli
 
 MODES = ("keep", "fresh", "zeroed")
 

@@ -36,7 +36,7 @@ from grok_lightning.records import FINAL_STATUSES, iter_records, write_json_atom
 from grok_lightning.stats.oscillation import sawtooth_summary
 from grok_lightning.stats.phases import history_curve
 from grok_lightning.stats.trajectory import FIG2_CURVES, FIG2_GOALS, median_curve, trajectory_distances
-from reproduce.common import cli
+from reproduce.targets.common import cli
 
 #: the readings the search's records carry (``sum_layers``, L times ``released``, would add nothing to
 #: a ranking of distances)

@@ -37,8 +37,8 @@ from torch.nn import functional as F
 from grok_lightning.data import ModularArithmeticDataModule
 from grok_lightning.metrics.functional import attention_statistics
 from grok_lightning.models.transformer import DecoderTransformer
-from reproduce.claims import claim
-from reproduce.common import REPO, SWEEPS, cli
+from reproduce.report import claim
+from reproduce.targets.common import REPO, SWEEPS, cli
 
 RESULTS = REPO / "results" / "pilots" / "init_calibration"
 

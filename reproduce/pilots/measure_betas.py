@@ -19,7 +19,7 @@ import yaml
 
 from grok_lightning.records import write_json_atomic
 from grok_lightning.run import run_config
-from reproduce.common import cli
+from reproduce.targets.common import cli
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,9 +22,9 @@ import torch
 
 from grok_lightning.metrics.participation import PR_CONSTRUCTIONS, parse_pr_construction, pr_compute
 from grok_lightning.records import write_json_atomic
-from reproduce.common import cli
-from reproduce.long_horizon import paper_table3
-from reproduce.weight_analysis import checkpoint_files, eval_split, head_pr_states, load_checkpoint
+from reproduce.targets.common import cli
+from reproduce.targets.long_horizon import paper_table3
+from reproduce.targets.weight_analysis import checkpoint_files, eval_split, head_pr_states, load_checkpoint
 
 __all__ = ["candidate_table", "main"]
 

@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from grok_lightning.config import ConfigError
-from reproduce.common import REPO, cli
 from reproduce.plan.catalogue import CATALOGUE, adopted_axes, derived_sweep_data, load_catalogue
+from reproduce.targets.common import REPO, cli
 
 DOC = REPO / "docs" / "medium.md"
 

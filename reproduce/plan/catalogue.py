@@ -43,7 +43,7 @@ import yaml
 
 from grok_lightning.config import ConfigError, read_yaml
 from grok_lightning.sweep.grid import RunSpec, Sweep, expand, find_base, load_sweep, resolve_key
-from reproduce.common import REPO, sweep_path
+from reproduce.targets.common import REPO, sweep_path
 
 __all__ = ["CATALOGUE", "Campaign", "Catalogue", "Group", "absolute_bases", "adopted_axes", "derived_sweep_data",
            "load_catalogue", "stored_sweep", "stored_sweep_files"]
@@ -350,7 +350,7 @@ def _campaign(name: str, raw, claim_ids, where: str) -> Campaign:
 
 def load_catalogue(profile: str, path: str | Path = CATALOGUE, claim_ids=None) -> Catalogue:
     """One profile's campaigns; a malformed entry or an unknown claim id is one ``ConfigError`` line."""
-    from reproduce.claims import load_claims
+    from reproduce.report import load_claims
 
     claim_ids = set(load_claims()) if claim_ids is None else set(claim_ids)
     data = read_yaml(Path(path), "campaign catalogue")

@@ -36,7 +36,7 @@ import numpy as np
 from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES, iter_records
 from grok_lightning.sweep.grid import LABEL_AXIS, LABELS, RunSpec, get_dotted, max_epochs_of, resolve_key
-from reproduce.common import REPO
+from reproduce.targets.common import REPO
 
 __all__ = ["MIN_EPOCHS", "CampaignCost", "Rate", "Usage", "campaign_cost", "cost_key", "final_run_ids", "load_usages",
            "rate_of", "run_epochs", "run_rate"]

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Callable
 
 from grok_lightning.config import ConfigError
-from reproduce.common import REPO
 from reproduce.plan.catalogue import CATALOGUE, Catalogue, load_catalogue
 from reproduce.plan.costs import CampaignCost, campaign_cost, load_usages
 from reproduce.plan.power import decided, field, row_n, rule_power
 from reproduce.plan.ranking import Option, Step, greedy, n_after
 from reproduce.report.oc import REPS
+from reproduce.targets.common import REPO
 
 __all__ = ["Plan", "build_plan", "default_power", "today"]
 
@@ -78,7 +78,7 @@ def build_plan(profile: str = "medium", results: str | Path | None = None, catal
     """Rank the profile's campaigns (module docstrings of :mod:`reproduce.plan`). ``power``,
     ``entries`` (today's verdicts) and ``usages`` (the records costs are read from) default to the
     shipped ones; tests pass their own."""
-    from reproduce.claims import load_claims
+    from reproduce.report import load_claims
 
     claim_ids = load_claims() if entries is None else {field(e, "claim").id for e in entries}
     # the catalogue before the results: a profile without campaigns is one line

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from reproduce.claims import Claim
-from reproduce.report import Row
+from reproduce.report import Claim, Row
 from reproduce.report.oc import REPS, decided_at
 
 __all__ = ["UNDECIDED", "Power", "decided", "field", "row_n", "rule_power"]

@@ -9,10 +9,10 @@ from collections import Counter
 from functools import cached_property
 from pathlib import Path
 
-from reproduce.costs import costs_table, medium_left_out
 from reproduce.report.claims import REPO, load_claims
 from reproduce.report.render import Entry, claim_verdicts, counts_line, format_value, paper_cell, read_rows
 from reproduce.report.verdict import VERDICTS
+from reproduce.targets.costs import costs_table, medium_left_out
 
 MEDIUM = REPO / "results" / "medium"
 MEASUREMENTS = REPO / "benchmarks" / "measurements.json"

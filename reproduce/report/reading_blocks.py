@@ -53,7 +53,7 @@ def epoch_one_readings() -> dict[str, list[float]]:
     final records of the runs fig2.yaml plans (a run still training in the folder is not evidence)."""
     from grok_lightning.records import FINAL_STATUSES
     from grok_lightning.sweep.grid import load_sweep
-    from reproduce.common import read_planned, sweep_path
+    from reproduce.targets.common import read_planned, sweep_path
 
     specs = load_sweep(sweep_path("fig2.yaml"), profile="medium").expand()
     out: dict[str, list[float]] = {r: [] for r in READINGS}

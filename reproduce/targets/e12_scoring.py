@@ -1,7 +1,7 @@
 """E12's scoring: outcomes of every group under every reading, paired contrasts, report rows.
 
 The protocol and why each choice is what it is: docs/decisions.md ("E12 by the paper's protocol").
-Paper values come from the claims table (``reproduce.claims``); nothing here is typed in.
+Paper values come from the claims table (``reproduce.report.claims``); nothing here is typed in.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from grok_lightning.stats import MIN_PAIRS_COHEN_D, correct, paired_comparison, 
 from grok_lightning.stats.intervals import mean_interval, wilson
 from grok_lightning.stats.interventions import E12_OUTCOMES, e12_outcomes, reinitialised_heads, sigma_curve
 from grok_lightning.stats.phases import history_curve
-from reproduce.claims import load_claims
-from reproduce.report import join_notes, row
+from reproduce.report import join_notes, load_claims, row
 
 PAPER = "2605.20441 Fig. 8 (E12)"
 #: the paper's contrasts, then the placebo's (beyond the paper)
@@ -159,7 +158,7 @@ def scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) ->
     """A row against the claim ``claim_id`` of reference/claims.csv, or a context row (no paper
     value, no verdict) for a number the paper does not report (:data:`UNREPORTED`); any other id
     missing from the table is an error (``KeyError``), never a silent context row."""
-    from reproduce.claims import claim_row
+    from reproduce.report import claim_row
 
     if UNREPORTED.match(claim_id) and claim_id not in load_claims():
         return row(PAPER, quantity, None, ours, profile, n, **fields)

@@ -17,9 +17,8 @@ import numpy as np
 
 from grok_lightning.stats import correct
 from grok_lightning.stats.interventions import e12_outcomes
-from reproduce.claims import count_row, load_claims
-from reproduce.e12_scoring import D_ROW, PAPER, claim_id, paired_test, scored_row, short_number
-from reproduce.report import join_notes, row
+from reproduce.report import count_row, join_notes, load_claims, row
+from reproduce.targets.e12_scoring import D_ROW, PAPER, claim_id, paired_test, scored_row, short_number
 
 #: the arm's groups, in the order they are trained
 GROUPS = ("B_pre", "P_pre")

@@ -4,7 +4,7 @@ p = 97, a + b, 4L x 8H x d128, AdamW lr 1e-3, batch 512, lambda = 1.0, seed 0; s
 after grokking (horizon 400). Writes the run (TensorBoard, record.json, config.yaml), a learning
 curve PNG and a report row. Both profiles run the same single run (it is already CPU-sized).
 
-    python -m reproduce.canonical --out reproduction
+    python -m reproduce.targets.canonical --out reproduction
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from grok_lightning.plots.common import caption, place_caption, plt
+from grok_lightning.plots.common import place_caption, plt
 from grok_lightning.records import FINAL_STATUSES, load_record
-from reproduce.claims import claim_sample
-from reproduce.common import REPO, cli, describe, parse_args, write_outputs
 from reproduce.manifest import write_manifest
 from reproduce.report import row
+from reproduce.report.sources import claim_sample
+from reproduce.targets.common import REPO, caption, cli, describe, parse_args, write_outputs
 
 
 def main(argv=None) -> Path:

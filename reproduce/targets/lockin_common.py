@@ -1,7 +1,7 @@
 """What the spectral lock-in targets share: the published values (Xu 2026, arXiv 2605.08119,
 reference/claims.csv), readers of Tian-run records, and captions built from the
-runs' own configs. The targets are reproduce/lockin_main.py (main figure, window sweep),
-lockin_activation.py (x^2 vs ReLU) and lockin_eta.py (eta sweep); reproduce/lockin.py runs them.
+runs' own configs. The targets are reproduce/targets/lockin_main.py (main figure, window sweep),
+lockin_activation.py (x^2 vs ReLU) and lockin_eta.py (eta sweep); reproduce/targets/lockin.py runs them.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from grok_lightning.plots.common import smoke_scope
 from grok_lightning.stats.lockin import tian_eta, tian_model
 from grok_lightning.sweep.store import SweepStore
-from reproduce.claims import claim
+from reproduce.report import claim
+from reproduce.targets.common import smoke_scope
 
 PAPER = "2605.08119"
-TARGETS = ("main", "window", "activation", "eta", "mp")
+#: the parts `--only` runs, in their order; the registry's lock-in figures are four of them (`mp` has none)
+PARTS = ("main", "window", "activation", "eta", "mp")
 HEADLINE_W = 20
 WINDOWS = (5, 10, 20, 30)
 T6_EPOCHS = (50, 100, 175, 250, 300)
@@ -57,7 +58,7 @@ def replays_paper(record: dict | None) -> str:
     """Why our run is the paper's own run repeated ('' when it is not): Tian's training is full
     batch and deterministic, and every profile keeps the paper's configuration (a shorter horizon
     only ends the same trajectory earlier), so our seed 0 is the paper's seed 0 and a gap beyond
-    the printed precision is a real difference, not seed noise (``reproduce.verdict``). The
+    the printed precision is a real difference, not seed noise (``reproduce.report.verdict``). The
     eta = 1e-5 extension does not state its seed; its rows assume 0, as the spec reads it."""
     if record is None or record_seed(record) != 0:
         return ""

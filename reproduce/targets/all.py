@@ -1,10 +1,11 @@
-"""`make reproduce-all`: every reproduced figure in turn, then <out>/REPORT.md.
+"""`make reproduce-all`: every target of the registry in turn, then <out>/REPORT.md.
 
-    python -m reproduce.all --profile smoke|medium|paper --out reproduction
-    python -m reproduce.all --profile medium --out results/medium --no-train   # make report PROFILE=medium
-    python -m reproduce.all --profile medium --out results/medium --targets fig2 long_horizon
+    python -m reproduce all --profile smoke|medium|paper --out reproduction
+    python -m reproduce all --profile medium --out results/medium --no-train   # make report PROFILE=medium
+    python -m reproduce all --profile medium --out results/medium --targets fig2 long_horizon
 
-It ends with a tally (:mod:`reproduce.tally`): each target's rows and figures, and what did not
+The targets and their order per profile come from :mod:`reproduce.targets.registry`. It ends with
+a tally (:mod:`reproduce.tally`): each target's rows and figures, and what did not
 run and why. Each target's wall and CPU seconds (this process and its sweep workers, from ``getrusage``) go
 to ``<out>/cpu_time.json``; a ``--no-train`` pass keeps the times of the pass that trained. ``--targets`` runs a subset
 (two passes on disjoint targets may share ``--out``: each merges its own times into the file).
@@ -18,21 +19,14 @@ import resource
 import time
 from pathlib import Path
 
-from reproduce.common import cli, launch_argv, missing_runs, parse_args
-from reproduce.costs import medium_left_out
 from reproduce.manifest import MANIFEST_NAME, check_manifest, write_manifest
 from reproduce.report import write_report
 from reproduce.tally import tally
+from reproduce.targets.common import cli, launch_argv, missing_runs, parse_args
+from reproduce.targets.costs import medium_left_out
+from reproduce.targets.registry import order, target
 
-#: targets in the order they run (each is reproduce/<name>.py with main(argv)); predict reads the
-#: Fig. 5 and Fig. 1 sweeps, rllc the long_horizon checkpoints
-TARGETS = ["canonical", "fig5", "fig1", "predict", "fig11", "fig9", "fig2", "fig8", "fig4", "fig10", "long_horizon",
-           "lockin", "rllc"]
-#: medium, in the order they run (fig2 first in priority, but its long runs go last so that its third seed
-#: shares the cores with the other targets); fig11 reads the long_horizon and fig5 runs; fig1 adds
-#: lambda 10 and 3 to fig5's runs and fig10 trains the MLP, both after E12 (fig8); predict trains
-#: nothing and reads the fig5, fig4 and fig8 records, so it comes last
-MEDIUM_TARGETS = ["fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict"]
+
 def _cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
@@ -63,7 +57,7 @@ def main(argv=None) -> Path:
                                  "it is there")
 
     args = parse_args(__doc__, argv, extra=extra)
-    targets = MEDIUM_TARGETS if args.profile == "medium" else TARGETS
+    targets = list(order(args.profile))
     unknown = sorted(set(args.targets or ()) - set(targets))
     if unknown:
         raise SystemExit(f"--targets: {', '.join(unknown)} not in the {args.profile} targets {targets}")
@@ -78,7 +72,7 @@ def main(argv=None) -> Path:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
         try:
-            importlib.import_module(f"reproduce.{name}").main(forwarded)
+            importlib.import_module(target(name).module).main(forwarded)
         except SystemExit as stop:  # --no-train: a target without records is named in the report, not fatal
             if not args.no_train or stop.code in (None, 0):
                 raise

@@ -1,6 +1,6 @@
 """Post-hoc analysis of the weights a run saved with ``CheckpointSchedule`` (``weights/epoch_XXXXX.pt``).
 
-Used by the long-horizon target (reproduce/long_horizon.py: Fig. 6, Table 3, Fig. 7) and open to any
+Used by the long-horizon target (reproduce/targets/long_horizon.py: Fig. 6, Table 3, Fig. 7) and open to any
 other post-hoc analysis of the same runs: find a run's checkpoint files, rebuild its model and its
 train/test split from the record's resolved config, load the weights, and measure one checkpoint
 (test accuracy, the head covariance eigenvalues behind PR_norm under a named construction, ESD

@@ -1,17 +1,17 @@
 """Does it predict? Held-out AUC of training-clock / loss / weight-norm baselines vs the attention
 diagnostics (arXiv 2605.20441 section 4.8, E11, and the author's later "no added value" note).
 
-    python -m reproduce.predict --profile smoke|medium|paper --out reproduction [--epoch E] [--slope-window W]
+    python -m reproduce.targets.predict --profile smoke|medium|paper --out reproduction [--epoch E] [--slope-window W]
 
 No extra training where possible: the records are those of the canonical weight-decay sweep
-(``sweep_records("canonical_wd.yaml", ...)`` into ``<out>/fig5``, the call reproduce/fig5.py makes,
+(``sweep_records("canonical_wd.yaml", ...)`` into ``<out>/fig5``, the call reproduce/targets/fig5.py makes,
 so under ``make reproduce-all`` it is cached) plus, read-only, the regime-map sweep of Fig. 1
 (``<out>/fig1/sweep``) when its records exist. Features are read at epoch ``E`` (smoke 50, paper
 1,000 as in the paper); targets: grokked within the horizon and retained (E11's label). Writes
 ``predict_auc.png``, ``features.csv``, ``summary.json``, ``rows.json`` and ``NOTES.md``.
 
 ``--profile medium`` trains nothing: E11's held-out test by weight decay on the medium records
-already shipped (reproduce/predict_medium.py).
+already shipped (reproduce/targets/predict_medium.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import argparse
 import csv
 from pathlib import Path
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_auc
 from grok_lightning.stats.predict import (
     BASELINE_FEATURES,
@@ -32,9 +31,10 @@ from grok_lightning.stats.predict import (
     is_undefined,
     table_records,
 )
-from reproduce.claims import claim, claim_row
-from reproduce.common import (
+from reproduce.report import claim, claim_row, row
+from reproduce.targets.common import (
     SWEEPS,
+    caption,
     cli,
     describe,
     parse_args,
@@ -43,7 +43,6 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.report import row
 
 NOTE_SOURCE = "author's later note"
 #: the published values (reference/claims.csv, E11)
@@ -187,14 +186,14 @@ def main(argv=None) -> Path:
         print(f"predict: not run: {reason}")
         return out
     if args.profile == "medium":
-        from reproduce.predict_medium import run
+        from reproduce.targets.predict_medium import run
 
         return run(root, known.epoch, known.slope_window, known.n_bootstrap)
     defaults = PROFILE_DEFAULTS[args.profile]
     canonical = sweep_records("canonical_wd.yaml", args.profile, root / "fig5", args.launch)[0]
     regime = existing_records("regime_map.yaml", args.profile, root / "fig1")
     sources = {"canonical_wd": len(canonical),
-               "regime_map": len(regime) if regime else "absent (run reproduce.fig1 first to add it)"}
+               "regime_map": len(regime) if regime else "absent (run reproduce.targets.fig1 first to add it)"}
     summary = analyse(canonical + regime, args.profile, out, known.epoch or defaults["epoch"],
                       known.slope_window or defaults["slope_window"], known.n_bootstrap or defaults["n_bootstrap"],
                       defaults["n_estimators"], sources)

@@ -1,4 +1,4 @@
-"""Spectral lock-in target 3, x^2 vs ReLU (``python -m reproduce.lockin --only activation``):
+"""Spectral lock-in target 3, x^2 vs ReLU (``python -m reproduce.targets.lockin --only activation``):
 ``lockin_relu.yaml`` plus the x^2 grok runs of ``lockin_main.yaml``; Theorem 6 on the real ReLU
 network next to the published (x^2-replay) values.
 """
@@ -24,9 +24,9 @@ from grok_lightning.stats.lockin import (
     tian_model,
     window_median,
 )
-from reproduce.claims import claim_row, count_row
-from reproduce.common import median_ci
-from reproduce.lockin_common import (
+from reproduce.report import claim_row, count_row, row
+from reproduce.targets.common import median_ci
+from reproduce.targets.lockin_common import (
     HEADLINE_W,
     P_RELU,
     P_SIGN_SEED0,
@@ -43,7 +43,6 @@ from reproduce.lockin_common import (
     save_figure,
     value_set,
 )
-from reproduce.report import row
 
 
 # --- target 3: x^2 vs ReLU ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Spectral lock-in targets 1 and 2 (``python -m reproduce.lockin --only main|window``).
+"""Spectral lock-in targets 1 and 2 (``python -m reproduce.targets.lockin --only main|window``).
 
 * ``main``: median sigma2/sigma3 (W = 20) with IQR, grok (eta = 2e-4) vs control (eta = 0), slope
   fire epoch, Theorem-6 sign-match in both modes (``lockin_main.yaml``).
@@ -27,9 +27,9 @@ from grok_lightning.stats.lockin import (
     tian_model,
     window_median,
 )
-from reproduce.claims import claim_row, count_row
-from reproduce.common import median_ci
-from reproduce.lockin_common import (
+from reproduce.report import claim_row, count_row, row
+from reproduce.targets.common import median_ci
+from reproduce.targets.lockin_common import (
     HEADLINE_W,
     P_SIGN_MEDIAN,
     PAPER,
@@ -47,7 +47,6 @@ from reproduce.lockin_common import (
     save_figure,
     value_set,
 )
-from reproduce.report import row
 
 
 # --- target 1: main figure ------------------------------------------------------------------------

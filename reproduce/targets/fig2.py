@@ -1,6 +1,6 @@
 """Fig. 2: two-phase dynamics (test accuracy, s_bar, sigma_H over epochs, median and IQR over seeds).
 
-    python -m reproduce.fig2 --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.fig2 --profile smoke|medium|paper --out reproduction
 
 Rows, each the paper's statistic on the same object as the paper's: Fig. 2 shows median curves
 over runs, so s_bar at initialisation, its Phase-1 peak (epochs 100-500), the Phase-1 rise (that
@@ -18,16 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.figures import figure_two_phase
 from grok_lightning.stats import fit_tanh_rise, phase_summary
 from grok_lightning.stats.intervals import bootstrap_runs
 from grok_lightning.stats.phases import history_curve, phase1_rise_window
 from grok_lightning.stats.samples import rank_test
 from grok_lightning.stats.trajectory import trajectory_distances
-from reproduce.claims import claim, claim_row, claim_sample
-from reproduce.common import REPO, cli, describe, median_ci, parse_args, sweep_records, write_outputs
-from reproduce.report import join_notes, row
+from reproduce.report import claim, claim_row, join_notes, row
+from reproduce.report.sources import claim_sample
+from reproduce.targets.common import REPO, caption, cli, describe, median_ci, parse_args, sweep_records, write_outputs
 
 PAPER = "2605.20441 Fig. 2"
 #: the released reading's history columns

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reproduce.common import REPO
+from reproduce.targets.common import REPO
+from reproduce.targets.registry import MEDIUM_LEFT_OUT, target
 
 __all__ = ["COSTS", "compute_needed", "costs_table", "load_costs", "medium_left_out"]
 
@@ -45,18 +46,15 @@ def compute_needed(systems: dict[str, str], costs: dict | None = None, detail: b
 
 
 def medium_left_out() -> dict[str, str]:
-    """Targets with no medium profile, and why (shown in the medium report); a GPU-sized system's
-    reason is the CPU time its paper protocol would take, measured (reproduce/pilots/costs.py, read by reproduce/costs.py)."""
-    def measured(systems: dict[str, str], otherwise: str) -> str:
-        return compute_needed(systems) or otherwise
-
-    return {
-        "canonical": "the single canonical run is part of Fig. 2's medium runs",
-        "rllc": "the paper's 11 checkpoints are of a 20,000-epoch run (the shipped medium run has 3, without weights: "
-                "too few points for a correlation); " + measured({"rllc_run": "the seed-42 run"}, "GPU-sized"),
-        "fig9": measured({"fig9_small": "0.82M", "fig9_medium": "19M"}, "E9 at 10,000 epochs: GPU-sized")
-                + " (a smoke-sized medium profile exists: make reproduce-fig9 PROFILE=medium)",
-    }
+    """The targets the medium pass leaves out, and why (shown in the medium report): the registry's
+    :class:`~reproduce.targets.registry.MediumAbsence` of each; a GPU-sized system's reason is the CPU
+    time its paper protocol would take, measured (reproduce/pilots/costs.py, read here)."""
+    left_out = {}
+    for name in MEDIUM_LEFT_OUT:
+        why = target(name).medium
+        measured = (compute_needed(dict(why.systems)) or why.unmeasured) if why.systems else ""
+        left_out[name] = why.reason + measured + why.then
+    return left_out
 
 
 def costs_table(costs: dict | None = None) -> str:

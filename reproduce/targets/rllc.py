@@ -1,10 +1,10 @@
 """rLLC vs sigma_H over the long-horizon checkpoints (arXiv 2605.20441: Pearson r = 0.46,
 95% CI [-0.20, 0.82], n = 11 checkpoints of seed 42).
 
-    python -m reproduce.rllc --profile smoke|paper --out reproduction [--runs lead|all] [--max-checkpoints N]
+    python -m reproduce.targets.rllc --profile smoke|paper --out reproduction [--runs lead|all] [--max-checkpoints N]
 
 Reads the long-horizon sweep (``sweep_records("long_horizon.yaml", ...)`` into ``<out>/long_horizon``,
-the call reproduce/long_horizon.py makes, so it is cached under ``make reproduce-all``) and its saved
+the call reproduce/targets/long_horizon.py makes, so it is cached under ``make reproduce-all``) and its saved
 ``weights/epoch_XXXXX.pt``. For each checkpoint of the lead run (seed 42 at the lambda closest to 1,
 as in the paper; ``--runs all`` for every run): the rLLC restricted to the attention weights on the
 run's training split (grok_lightning.stats.llc, devinterp SGLD), sigma_H at the same epoch (the
@@ -30,11 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.stats.llc import SGLDSettings, devinterp_version
-from reproduce.claims import claim, claim_row
-from reproduce.common import cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
-from reproduce.report import row
+from reproduce.report import claim, claim_row, row
+from reproduce.targets.common import caption, cli, describe, parse_args, sweep_records, sweep_summary, write_outputs
 
 PAPER = "2605.20441 rLLC"
 PAPER_R = {"r": claim("rllc.r").value, "ci": list(claim("rllc.r").ci), "n": claim("rllc.r").n}
@@ -65,7 +63,7 @@ def measure_run(record: dict, runs_root: Path, settings: SGLDSettings, max_check
                 restrict: str = "attention") -> list[dict]:
     """rLLC, sigma_H and their wall times at every saved checkpoint of one run."""
     from grok_lightning.stats.llc import estimate_rllc, time_sigma_h
-    from reproduce.weight_analysis import checkpoint_files, eval_split, load_checkpoint
+    from reproduce.targets.weight_analysis import checkpoint_files, eval_split, load_checkpoint
 
     files = checkpoint_files(record, runs_root)
     if max_checkpoints is not None and len(files) > max_checkpoints:  # evenly spaced, first and last kept
@@ -120,7 +118,7 @@ def correlation(points: list[dict]) -> dict:
 def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, settings: SGLDSettings,
             runs: str = "lead", max_checkpoints: int | None = None) -> dict:
     from grok_lightning.plots.predict import figure_rllc
-    from reproduce.weight_analysis import checkpoint_files
+    from reproduce.targets.weight_analysis import checkpoint_files
 
     out.mkdir(parents=True, exist_ok=True)
     usable = [r for r in records if r["status"] in ("completed", "diverged") and checkpoint_files(r, runs_root)]

@@ -1,6 +1,6 @@
 """Fig. 10: lambda_c per architecture (transformer, MLP, LSTM, Mamba expand 4 / 2, Mamba on mul).
 
-    python -m reproduce.fig10 --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.fig10 --profile smoke|medium|paper --out reproduction
 
 The published method (least-squares logistic, run bootstrap) per architecture, with Laplace
 smoothing 0.5 for Mamba as the paper did, and also for any architecture whose outcomes are
@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from grok_lightning.plots.architectures import figure_architectures
-from grok_lightning.plots.common import caption
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import mean_interval
-from reproduce.claims import claim, claim_row, count_row
-from reproduce.common import (
+from reproduce.report import claim, claim_row, count_row, join_notes, row
+from reproduce.targets.common import (
+    caption,
     cli,
     n_params,
     parse_args,
@@ -37,8 +37,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.costs import compute_needed
-from reproduce.report import join_notes, row
+from reproduce.targets.costs import compute_needed
 
 PAPER = "2605.20441 Fig. 10"
 #: published lambda_c [95% CI] (gen_fig10.py in the author's repository; PAPER_WD_REGIMES.md)

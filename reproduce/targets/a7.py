@@ -17,8 +17,7 @@ import numpy as np
 
 from grok_lightning.stats import cohens_d, cohens_d_ci
 from grok_lightning.stats.phases import peak_entropy_std
-from reproduce.claims import claim, claim_row
-from reproduce.report import join_notes
+from reproduce.report import claim, claim_row, join_notes
 
 #: claim -> (the factor in words, its place in a record's config, the level of group a then of b:
 #: fixed names, or None for the highest and the lowest value present)

@@ -1,6 +1,6 @@
 """Fig. 9: grok counts over operation x scale x weight decay (multi-task grid, E9).
 
-    python -m reproduce.fig9 --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.fig9 --profile smoke|medium|paper --out reproduction
 
 Writes ``fig9_multitask.png`` (ours beside the paper's counts), pooled and per-task lambda_c
 (paper method) where the outcomes allow a fit, per-task grok rates, and the report rows.
@@ -14,15 +14,23 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_multitask
 from grok_lightning.records import is_grokked
 from grok_lightning.stats import fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import mean_interval
 from grok_lightning.stats.phases import sigma_h_curve
-from reproduce.claims import claim_row, count_row, load_claims, source_value
-from reproduce.common import cli, describe, n_params, parse_args, sweep_records, sweep_summary, write_outputs
-from reproduce.report import join_notes, row
+from reproduce.report import claim_row, count_row, join_notes, load_claims, row
+from reproduce.report.sources import source_value
+from reproduce.targets.common import (
+    caption,
+    cli,
+    describe,
+    n_params,
+    parse_args,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 
 PAPER = "2605.20441 Fig. 9"
 SYMBOL = {"add": "+", "sub": "-", "mul": "x", "div": "/"}

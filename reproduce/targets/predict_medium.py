@@ -1,6 +1,6 @@
 """E11's retention predictor on the shipped medium records: trains nothing.
 
-    python -m reproduce.predict --profile medium --out results/medium [--epoch 1000] [--n-bootstrap B]
+    python -m reproduce.targets.predict --profile medium --out results/medium [--epoch 1000] [--n-bootstrap B]
 
 The pool is every medium record already under ``--out`` (current grids only, final records only):
 Fig. 5's canonical weight-decay sweep (``fig5/sweep``), Fig. 4's head widths at lambda 1
@@ -13,7 +13,7 @@ log10 lambda. Label: grokked and still generalising at the end of the run
 
 The held-out lambda cells follow the rule of :func:`grok_lightning.stats.holdout.choose_holdout`;
 both classifiers are fitted on the other cells and scored on the held-out runs (AUC and Brier,
-stratified bootstrap CIs), and the rows are scored by ``reproduce.claims.claim_row`` against
+stratified bootstrap CIs), and the rows are scored by ``reproduce.report.claim_row`` against
 e11.rf_auc, e11.logistic_auc and e11.rf_brier. A pool in which no split leaves both labels on
 both sides gives ``invalid`` rows; a held-out set with fewer than ``stats.holdout.MIN_PER_CLASS``
 runs of a label gives rows without an interval (``inconclusive: too few runs``), and labels read
@@ -27,7 +27,6 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.predict import figure_holdout
 from grok_lightning.records import FINAL_STATUSES
 from grok_lightning.stats.holdout import (
@@ -38,9 +37,8 @@ from grok_lightning.stats.holdout import (
     within_cell_auc,
 )
 from grok_lightning.stats.predict import feature_table, table_records
-from reproduce.claims import claim, claim_row
-from reproduce.common import SWEEPS, describe, read_planned, write_outputs
-from reproduce.report import join_notes
+from reproduce.report import claim, claim_row, join_notes
+from reproduce.targets.common import SWEEPS, caption, describe, read_planned, write_outputs
 
 #: (folder under --out, sweep file, name): the medium records the pool reads
 SOURCES = (("fig5", "canonical_wd.yaml", "Fig. 5"), ("fig4", "head_width.yaml", "Fig. 4"),

@@ -1,6 +1,6 @@
 """Spectral lock-in (Xu 2026, arXiv 2605.08119, on Tian 2025): its reproduction targets.
 
-    python -m reproduce.lockin --profile smoke|medium|paper --out reproduction [--workers N] [--only main|window|activation|eta|mp]
+    python -m reproduce.targets.lockin --profile smoke|medium|paper --out reproduction [--workers N] [--only main|window|activation|eta|mp]
 
 Targets, all written to ``<out>/lockin/`` (PNGs, ``summary.json``, ``rows.json``, ``NOTES.md``):
 
@@ -35,22 +35,22 @@ from pathlib import Path
 
 from grok_lightning.records import json_safe
 from grok_lightning.stats.lockin import finite_median
-from reproduce.common import cli, parse_args, sweep_records, write_outputs
-from reproduce.lockin_activation import target_activation
-from reproduce.lockin_common import (
+from reproduce.targets.common import cli, parse_args, sweep_records, write_outputs
+from reproduce.targets.lockin_activation import target_activation
+from reproduce.targets.lockin_common import (
     P_MEDIAN_ABS_COS,
     P_RELU,
     P_SIGN_MEDIAN,
     P_SIGN_SEED0,
     PAPER,
+    PARTS,
     T6_EPOCHS,
-    TARGETS,
     format_number,
     run_configs,
 )
-from reproduce.lockin_eta import target_eta
-from reproduce.lockin_main import target_main, target_window
-from reproduce.lockin_mp import target_mp
+from reproduce.targets.lockin_eta import target_eta
+from reproduce.targets.lockin_main import target_main, target_window
+from reproduce.targets.lockin_mp import target_mp
 
 
 # --- NOTES.md -------------------------------------------------------------------------------------
@@ -143,7 +143,7 @@ def _merge(out: Path, profile: str, ran: dict[str, tuple[dict, list]]) -> tuple[
     for name, (part, part_rows) in ran.items():
         summary["targets"][name] = part
         rows += [{**r, "part": name} for r in part_rows]
-    order = {name: i for i, name in enumerate(TARGETS)}
+    order = {name: i for i, name in enumerate(PARTS)}
     rows.sort(key=lambda r: order.get(r.get("part"), len(order)))
     summary["targets"] = dict(sorted(summary["targets"].items(), key=lambda kv: order.get(kv[0], len(order))))
     return summary, rows
@@ -151,11 +151,11 @@ def _merge(out: Path, profile: str, ran: dict[str, tuple[dict, list]]) -> tuple[
 
 def main(argv=None) -> Path:
     only_parser = argparse.ArgumentParser(add_help=False)
-    only_parser.add_argument("--only", choices=TARGETS, action="append", default=None,
+    only_parser.add_argument("--only", choices=PARTS, action="append", default=None,
                              help="run just this target (repeatable); default: all of them")
     known, rest = only_parser.parse_known_args(argv)
     args = parse_args(__doc__, rest)
-    wanted = known.only or list(TARGETS)
+    wanted = known.only or list(PARTS)
     out = Path(args.out) / "lockin"
     out.mkdir(parents=True, exist_ok=True)
     cache: dict = {}

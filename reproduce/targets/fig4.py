@@ -1,7 +1,7 @@
 """Fig. 4: peak sigma_H vs head width d/H, the saturating fit (AIC against linear, log, power), and
 the random-label null with a permutation test of the real task against it.
 
-    python -m reproduce.fig4 --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.fig4 --profile smoke|medium|paper --out reproduction
 
 sigma_H is the population std over a layer's H heads (the paper's ddof = 0), which reads low at
 small H (0.80 sigma at H = 4, 0.95 at H = 16). Every comparison across H is reported twice: as
@@ -18,16 +18,24 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import t as student_t
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.interventions import figure_head_width, figure_head_width_curves
 from grok_lightning.stats import cohens_d, cohens_d_ci, fit_saturation_models, permutation_p_floor, permutation_test
 from grok_lightning.stats.phases import sigma_h_curve
 from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
-from reproduce.a7 import a7_rows
-from reproduce.claims import claim, claim_row, source_value
-from reproduce.common import cli, describe, parse_args, planned_configs, sweep_records, sweep_summary, write_outputs
-from reproduce.report import join_notes
+from reproduce.report import claim, claim_row, join_notes
+from reproduce.report.sources import source_value
+from reproduce.targets.a7 import a7_rows
+from reproduce.targets.common import (
+    caption,
+    cli,
+    describe,
+    parse_args,
+    planned_configs,
+    sweep_records,
+    sweep_summary,
+    write_outputs,
+)
 
 #: the level at which the real-vs-null permutation test rejects (the paper's)
 ALPHA = 0.05

@@ -1,4 +1,4 @@
-"""Spectral lock-in target 4, the eta sweep (``python -m reproduce.lockin --only eta``):
+"""Spectral lock-in target 4, the eta sweep (``python -m reproduce.targets.lockin --only eta``):
 ``lockin_eta.yaml``; the eta = 1e-5, 2,000-epoch extension ``lockin_eta_long.yaml`` runs under the
 medium and paper profiles.
 """
@@ -24,9 +24,9 @@ from grok_lightning.stats.lockin import (
     tian_model,
     window_median,
 )
-from reproduce.claims import claim, claim_row, count_row, load_claims
-from reproduce.common import median_ci
-from reproduce.lockin_common import (
+from reproduce.report import claim, claim_row, count_row, load_claims, row
+from reproduce.targets.common import median_ci
+from reproduce.targets.lockin_common import (
     HEADLINE_W,
     P_ETA,
     P_ETA_FIT,
@@ -43,7 +43,6 @@ from reproduce.lockin_common import (
     save_figure,
     value_set,
 )
-from reproduce.report import row
 
 
 # --- target 4: eta sweep --------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Glue shared by the figure targets: run a sweep, load its records, describe a configuration."""
+"""Glue shared by the targets: their command line, run a sweep, load its records, describe a
+configuration, caption a figure with its smoke scope from the registry."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
+from grok_lightning.plots import common as plots_common
 from grok_lightning.records import write_json_atomic
 from grok_lightning.sweep.launchers import LAUNCHERS
+from reproduce.targets import registry
+from reproduce.targets.registry import PROFILES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SWEEPS = REPO / "configs" / "sweeps"
-
-
-PROFILES = ("smoke", "medium", "paper")
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,18 @@ def planned_configs(sweep_file: str | Path, profile: str) -> list[dict]:
     from grok_lightning.sweep.grid import load_sweep
 
     return [spec.config for spec in load_sweep(sweep_path(sweep_file), profile=profile).expand()]
+
+
+def caption(profile: str, details: str, differs: str | None = None, figure: str | None = None) -> str:
+    """A figure's caption (:func:`grok_lightning.plots.common.caption`); under the smoke profile it
+    ends with what the target or figure ``figure`` of the registry can show and what needs a longer
+    profile (``figure=None``: a caption shared by figures, each adding its own :func:`smoke_scope`)."""
+    return plots_common.caption(profile, details, differs, registry.smoke_scope(figure) if figure else None)
+
+
+def smoke_scope(profile: str, figure: str) -> str:
+    """The smoke line of the registry's ``figure`` (empty for the other profiles)."""
+    return plots_common.smoke_line(profile, registry.smoke_scope(figure))
 
 
 def describe(record: dict) -> str:

@@ -1,6 +1,6 @@
 """Fig. 8 (E12): causal interventions at peak differentiation, paired over seeds.
 
-    python -m reproduce.fig8 --profile smoke|medium|paper --out reproduction [--window W]
+    python -m reproduce.targets.fig8 --profile smoke|medium|paper --out reproduction [--window W]
 
 The paper's protocol (docs/decisions.md, "E12 by the paper's protocol"):
 
@@ -15,7 +15,7 @@ The paper's protocol (docs/decisions.md, "E12 by the paper's protocol"):
    group) is B started at A's argmax before grokking on the first 3 seeds where it differs from E
    (elsewhere Bg would repeat B). On every seed, the pre-grokking arm starts there too: B_pre (B,
    heads drawn per seed) and its own placebo P_pre (another minibatch order), scored by
-   ``reproduce.e12_pre`` (docs/decisions.md, "E12 before grokking"). The derived sweep files
+   ``reproduce.targets.e12_pre`` (docs/decisions.md, "E12 before grokking"). The derived sweep files
    are written next to their runs.
 3. Every group is scored on (E, E + W] (``--window``; default: to the end of the run) under the
    cohort's reading (``sum_layers``) and, as sensitivity rows, the released reading, the heads no
@@ -34,13 +34,13 @@ from pathlib import Path
 
 import yaml
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.e12 import figure_controls
 from grok_lightning.plots.interventions import figure_forest
-from reproduce.claims import load_claims
-from reproduce.common import (
+from reproduce.report import load_claims
+from reproduce.targets.common import (
     REPO,
     SWEEPS,
+    caption,
     cli,
     describe,
     parse_args,
@@ -50,9 +50,9 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.e12_pre import GROUPS as PRE_ARM
-from reproduce.e12_pre import measured_rate, missing_cost, pre_arm_rows, score_pre_arm
-from reproduce.e12_scoring import PAPER_CONTRASTS, e12_rows, pre_grok_rows, same_model_runs, score_pairs
+from reproduce.targets.e12_pre import GROUPS as PRE_ARM
+from reproduce.targets.e12_pre import measured_rate, missing_cost, pre_arm_rows, score_pre_arm
+from reproduce.targets.e12_scoring import PAPER_CONTRASTS, e12_rows, pre_grok_rows, same_model_runs, score_pairs
 
 #: the control group's sweep per profile: the paper's model where the profile can afford it
 SWEEP_FILES = {"smoke": "interventions.yaml", "medium": "e12.yaml", "paper": "e12.yaml"}
@@ -127,7 +127,7 @@ def derived_sweep(group: str, profile: str, peaks: dict[tuple[int, float], int],
     sweep["zip"] = {**zipped, "run.start_from": [starts[k] for k in keys]}
     path = out / "sweep_file.yaml"
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# derived by reproduce/fig8.py from configs/sweeps/{control} ({group})\n"
+    path.write_text(f"# derived by reproduce/targets/fig8.py from configs/sweeps/{control} ({group})\n"
                     + yaml.safe_dump(sweep, sort_keys=False))
     return path
 
@@ -177,7 +177,7 @@ def analyse(groups: dict[str, list[dict]], peaks: dict, profile: str, out: Path,
     A's argmax before grokking for the seeds of the sensitivity group Bg (in ``groups`` if run);
     ``pre_arm``: that argmax on every seed, where B_pre and P_pre start (``groups`` holds their
     records, empty lists for groups without any); ``pooled_runs``: another target's runs of A's
-    model (:func:`~reproduce.e12_scoring.same_model_runs`), pooled into A's grok rows."""
+    model (:func:`~reproduce.targets.e12_scoring.same_model_runs`), pooled into A's grok rows."""
     out.mkdir(parents=True, exist_ok=True)
     groups = dict(groups)
     pre_group = groups.pop("Bg", None)

@@ -1,6 +1,6 @@
 """Fig. 1: the regime diagram over weight decay x model size (grok / no-grok / collapse).
 
-    python -m reproduce.fig1 --profile smoke|medium|paper --out reproduction [--collapse-s-bar 0.9995]
+    python -m reproduce.targets.fig1 --profile smoke|medium|paper --out reproduction [--collapse-s-bar 0.9995]
 
 The first size is the canonical sweep of Fig. 5 (read from, or run into, ``<out>/fig5/sweep``);
 configs/sweeps/regime_map.yaml adds the others and lambda = 10 (medium: lambda 10 and 3 on the
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_regime_map
 from grok_lightning.stats import CollapseCriterion, classify_run, fit_critical_weight_decay, records_to_arrays
 from grok_lightning.stats.intervals import median_interval
-from reproduce.claims import claim, claim_row
-from reproduce.common import (
+from reproduce.report import claim, claim_row, row
+from reproduce.targets.common import (
+    caption,
     cli,
     describe,
     n_params,
@@ -33,8 +33,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.costs import compute_needed
-from reproduce.report import row
+from reproduce.targets.costs import compute_needed
 
 PAPER = "2605.20441 Fig. 1"
 

@@ -1,7 +1,7 @@
 """Fig. 5: the critical weight decay lambda_c (logistic P(grok)) and the exponent nu of
 t_grok ~ (lambda - lambda_c)^-nu, on the canonical weight-decay sweep.
 
-    python -m reproduce.fig5 --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.fig5 --profile smoke|medium|paper --out reproduction
 
 Writes ``fig5_critical.png``, ``fits.json`` (both lambda_c fits and nu; Fig. 1 and Fig. 11 read
 it) and the report rows. lambda > 5 (the collapse point 10) is excluded from the fits, as in the
@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_critical
 from grok_lightning.stats import fit_critical_weight_decay, fit_time_to_grok_power_law, records_to_arrays
 from grok_lightning.stats.samples import fisher_counts, rank_test, stratified_exact_test
-from reproduce.claims import claim, claim_row, claim_sample, load_claims
-from reproduce.common import (
+from reproduce.report import claim, claim_row, join_notes, load_claims
+from reproduce.report.sources import claim_sample
+from reproduce.targets.common import (
+    caption,
     cli,
     describe,
     median_ci,
@@ -31,7 +32,6 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.report import join_notes
 
 LAPLACE = 0.5
 #: the paper's values drawn in the figure (from reference/claims.csv)

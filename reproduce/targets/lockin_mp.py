@@ -1,4 +1,4 @@
-"""Spectral lock-in target 5, the M x p scaling sweep (``python -m reproduce.lockin --only mp``):
+"""Spectral lock-in target 5, the M x p scaling sweep (``python -m reproduce.targets.lockin --only mp``):
 ``lockin_mp.yaml`` (medium and paper profiles). Its claim, ``lock.mp_rho``: rho_tian reaches 0.075
 in every run, whether it groks or not. A run that diverges later still counts by what its record
 holds before it (the paper's M = 127, p = 0.5 cell diverges, its rho having fired).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from grok_lightning.stats.lockin import first_epoch_at_least
-from reproduce.claims import count_row
-from reproduce.lockin_common import RHO_THRESHOLD
+from reproduce.report import count_row
+from reproduce.targets.lockin_common import RHO_THRESHOLD
 
 __all__ = ["target_mp"]
 

@@ -1,12 +1,12 @@
 """Long-horizon targets of arXiv 2605.20441: Fig. 3 (five-stage trajectory), Fig. 6 + Table 3
 (PR_norm over checkpoints, the C1 identity), Fig. 7 (ESD alpha) and the E8 retention table.
 
-    python -m reproduce.long_horizon --profile smoke|medium|paper --out reproduction [--only fig3|fig6|fig7|e8]
+    python -m reproduce.targets.long_horizon --profile smoke|medium|paper --out reproduction [--only fig3|fig6|fig7|e8]
         [--pr-construction examples|heads|coordinates|uncentred|output_examples|...]
 
 One sweep (configs/sweeps/long_horizon.yaml, into ``<out>/long_horizon/sweep``) with CheckpointSchedule
 and RetentionMonitor attached; then, post hoc and without training, the saved ``weights/epoch_*.pt``
-are rebuilt into the model and measured on the run's test split (reproduce/weight_analysis.py). Writes
+are rebuilt into the model and measured on the run's test split (reproduce/targets/weight_analysis.py). Writes
 into ``<out>/long_horizon/``: fig3_five_stage.png, fig6_pr_norm.png, fig7_esd_alpha.png,
 checkpoints.csv (one row per run and checkpoint), retention.csv, summary.json, rows.json, NOTES.md.
 ``--only`` (repeatable) runs some parts and merges their rows into the existing rows.json.
@@ -27,14 +27,23 @@ from pathlib import Path
 import numpy as np
 
 from grok_lightning.metrics.participation import DIAGNOSTICS_PR_CONSTRUCTION, PR_CONSTRUCTIONS
-from grok_lightning.plots.common import caption, smoke_scope
 from grok_lightning.plots.long_horizon import figure_esd_alpha, figure_five_stage, figure_pr_norm
 from grok_lightning.records import rows, write_json_atomic
 from grok_lightning.stats.spectra import TABLE3_PHASES, pr_norm_checkpoint_table
-from reproduce.claims import claim, claim_row, load_claims
-from reproduce.common import REPO, SWEEPS, cli, describe, median_ci, parse_args, sweep_records, sweep_summary
-from reproduce.report import row
-from reproduce.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
+from reproduce.report import claim, claim_row, load_claims, row
+from reproduce.targets.common import (
+    REPO,
+    SWEEPS,
+    caption,
+    cli,
+    describe,
+    median_ci,
+    parse_args,
+    smoke_scope,
+    sweep_records,
+    sweep_summary,
+)
+from reproduce.targets.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
 
 PAPER = "2605.20441"
 PARTS = ("fig3", "fig6", "fig7", "e8")

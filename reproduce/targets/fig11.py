@@ -1,6 +1,6 @@
 """Fig. 11 and Table 4: AdamW norm relaxation (kappa) and the horizon bound on lambda_c.
 
-    python -m reproduce.fig11 --profile smoke|medium|paper --out reproduction
+    python -m reproduce.targets.fig11 --profile smoke|medium|paper --out reproduction
 
 Fits Omega(t) = Omega_inf + (Omega_0 - Omega_inf) exp(-eta kappa lambda t) to the total weight
 norm of each lambda = 1 run of the long-horizon sweep (t in epochs, as in the paper) two ways, and
@@ -34,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from grok_lightning.plots.common import caption
 from grok_lightning.plots.regimes import figure_relaxation
 from grok_lightning.stats import P_RELAX_LEVELS, adamw_bound, adamw_bound_table, fit_exponential_relaxation
 from grok_lightning.stats.relaxation import (
@@ -45,9 +44,10 @@ from grok_lightning.stats.relaxation import (
     fit_relaxation_paper,
     kappa_two_point,
 )
-from reproduce.claims import claim, claim_row
-from reproduce.common import (
+from reproduce.report import claim, claim_row, format_value, join_notes, row
+from reproduce.targets.common import (
     SWEEPS,
+    caption,
     cli,
     describe,
     median_ci,
@@ -57,8 +57,7 @@ from reproduce.common import (
     sweep_summary,
     write_outputs,
 )
-from reproduce.fig5 import PAPER_VALUES as FIG5_PAPER
-from reproduce.report import format_value, join_notes, row
+from reproduce.targets.fig5 import PAPER_VALUES as FIG5_PAPER
 
 PAPER = "2605.20441 Fig. 11 / Table 4"
 #: the paper's Table 4 / Appendix C.5 values (reference/claims.csv)
@@ -362,7 +361,7 @@ def main(argv=None) -> Path:
     wd_runs = sweep_records(WD_SWEEP, args.profile, root / "fig5", args.launch)[0]
     fits = json.loads(fig5_fits.read_text()) if fig5_fits.exists() else {}
     if fits.get("profile") != args.profile:
-        from reproduce import fig5
+        from reproduce.targets import fig5
 
         fits = fig5.analyse(wd_runs, args.profile, root / "fig5", planned_wd=fig5.planned_wd(args.profile))
     # a lambda_c sweep still without its transition bins has no empirical lambda_c to compare with
