@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_plan import _catalogue, make_claim, write_record
 
 from grok_lightning.config import ConfigError
 from reproduce.plan.costs import load_usages
 from reproduce.plan.ledger import load_prediction, outcome_table, outcomes, prediction_path, register
 from reproduce.plan.planner import build_plan
-from test_plan import _catalogue, make_claim, write_record
 
 UNDECIDED = "not run here"
 DECIDED = "consistent with the paper"

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from grok_lightning.config import ConfigError, open_regular
 from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, write_text_atomic
-from reproduce.common import REPO
 from reproduce.plan.power import decided, field
 from reproduce.plan.ranking import Z95, Option, probabilities
+from reproduce.targets.common import REPO
 
 __all__ = ["Outcome", "Prediction", "outcome_table", "outcomes", "predict", "prediction_path", "register"]
 
