@@ -180,3 +180,11 @@ def test_the_listing_names_every_target_and_figure():
     text = entry.listing()
     for target in TARGETS:
         assert text.count(f"{target.name} ") >= 1 and all(f"{f.name}: " in text for f in target.figures)
+
+
+def test_the_canonical_target_reads_records_only_under_no_train(tmp_path):
+    from reproduce.targets import canonical
+
+    with pytest.raises(SystemExit, match=r"canonical \(smoke\): no final record .*--no-train: nothing trained"):
+        canonical.main(["--out", str(tmp_path), "--no-train"])
+    assert not list(tmp_path.rglob("record.json"))

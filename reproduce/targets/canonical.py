@@ -34,6 +34,8 @@ def main(argv=None) -> Path:
     previous = load_record(run_dir / "record.json") if (run_dir / "record.json").exists() else None
     if previous is not None and previous["status"] in FINAL_STATUSES:
         record = previous  # already done in an earlier invocation: nothing is rerun
+    elif args.no_train:  # reading records only: nothing to analyse yet, said in one line
+        raise SystemExit(f"canonical ({args.profile}): no final record in {run_dir} (--no-train: nothing trained)")
     else:
         last = run_dir / "checkpoints" / "last.ckpt"
         record = run_config(config, ckpt_path=str(last) if last.exists() else None)
