@@ -45,7 +45,9 @@ def test_a_campaign_is_scored_against_the_band_once_its_runs_are_final(tmp_path)
     data.update(store="results/B", runs={"run1": "abc123"})    # the run it trains, not trained yet
     path.write_text(json.dumps(data))
     [o] = outcomes(plan, root=tmp_path)
-    assert o.state == "training: 0 of 1 runs final" and o.agrees is None and o.cpu_h is None
+    assert o.state == "registered, not trained yet" and o.agrees is None and o.cpu_h is None
+    write_record(tmp_path / "results" / "B", "run1", 100, 200.0, run_id="abc123", status="running")
+    assert outcomes(plan, root=tmp_path)[0].state == "training: 0 of 1 runs final"
     write_record(tmp_path / "results" / "B", "run1", 360, 720.0, run_id="abc123")
     [o] = outcomes(plan, root=tmp_path)                       # final, and c.a still undecided: outside [1, 1]
     assert o.state == "scored" and o.decided == [] and o.agrees is False and o.cpu_h == pytest.approx(0.2)

@@ -130,18 +130,21 @@ class Outcome:
         return lo <= len(self.decided) <= hi
 
 
-def _measured(prediction: Prediction, root: Path) -> tuple[int, float]:
-    """``(runs with a final record, their CPU-hours)`` among the runs the prediction trains."""
-    final, seconds = 0, 0.0
+def _measured(prediction: Prediction, root: Path) -> tuple[int, int, float]:
+    """``(runs started, runs with a final record, their CPU-hours)`` among the runs the prediction trains."""
+    started, final, seconds = 0, 0, 0.0
     for run_name, run_id in prediction.runs.items():
         path = Path(root) / str(prediction.store) / "runs" / run_name / RECORD_NAME
         if not path.is_file():
             continue
         record = load_record(path)
-        if record.get("run_id") == run_id and record.get("status") in FINAL_STATUSES:
+        if record.get("run_id") != run_id:
+            continue
+        started += 1
+        if record.get("status") in FINAL_STATUSES:
             final += 1
             seconds += float(record.get("cpu_time_s") or 0.0)
-    return final, seconds / 3600
+    return started, final, seconds / 3600
 
 
 def outcomes(plan, entries=None, root: Path = REPO) -> list[Outcome]:
@@ -152,9 +155,11 @@ def outcomes(plan, entries=None, root: Path = REPO) -> list[Outcome]:
     for path in sorted(prediction_path(plan.profile, "x", root).parent.glob("*.prediction.json")):
         prediction = load_prediction(path)
         campaign = plan.catalogue.campaigns.get(prediction.campaign)
-        final, cpu_h = _measured(prediction, root)
+        started, final, cpu_h = _measured(prediction, root)
         if campaign is None:
             state = "no longer in the catalogue"
+        elif prediction.runs and not started:
+            state = "registered, not trained yet"
         elif prediction.runs and final < len(prediction.runs):
             state = f"training: {final} of {len(prediction.runs)} runs final"
         elif campaign.by_sweep and campaign.add and not campaign.stored and not campaign.adopted:
