@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -467,3 +468,18 @@ def test_ray_launcher_runs_the_same_grid(tmp_path):
     assert local.statuses == {"completed": 2}
     drop = ["wall_time_s", "cpu_time_s", "attempts"]
     assert collect(tmp_path / "ray").drop(columns=drop).equals(collect(tmp_path / "local").drop(columns=drop))
+
+
+def test_the_same_runs_adopted_from_another_sweep_file_are_named_by_it(tmp_path):
+    """A campaign's runs pasted into the sweep file its target reads: the store, extended by that
+    file, plans the same runs and now names the file (the report says which file a store follows)."""
+    store, runs = _fake_store(tmp_path)
+    plan = (store.root / "plan.json").read_bytes()
+    moved = tmp_path / "adopted"
+    moved.mkdir()
+    source = Path(store.load_sweep().source)
+    same = load_sweep(shutil.copy(source, moved / "adopted.yaml"))
+    store.initialize(same, expand(same))                      # without extend: nothing changes
+    assert Path(store.load_sweep().source) == source
+    store.initialize(same, expand(same), extend=True)
+    assert Path(store.load_sweep().source).name == "adopted.yaml" and (store.root / "plan.json").read_bytes() == plan

@@ -21,10 +21,11 @@ def test_reference_is_the_shipped_read_off():
 
 
 def test_medium_fig2_records_give_the_measured_distances():
-    """The shipped medium Fig. 2 records (3 seeds x 2,000 epochs) against the read-off curves:
-    the numbers that motivated the trajectory search."""
+    """The shipped medium Fig. 2 records of seeds 7, 11 and 31 (2,000 epochs) against the read-off
+    curves: the numbers that motivated the trajectory search (seeds 42 and 73 came later)."""
     paths = sorted((REPO / "results" / "medium" / "fig2" / "sweep" / "runs").glob("*/record.json"))
-    histories = [json.loads(p.read_text())["history"] for p in paths]
+    records = [json.loads(p.read_text()) for p in paths]
+    histories = [r["history"] for r in records if r["config"]["seed"] in (7, 11, 31)]
     assert len(histories) == 3
     full, late = trajectory_distances(histories, 1, 2000), trajectory_distances(histories, 500, 2000)
     assert {k: round(v.rms, 3) for k, v in full.items()} == {"test_acc": 0.021, "s_bar": 0.053, "sigma_H": 0.031}

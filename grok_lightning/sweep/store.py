@@ -229,6 +229,10 @@ class SweepStore:
             old = self.load_plan()
             old_ids = [r["run_id"] for r in old]
             if set(old_ids) == set(new_ids):
+                # the same runs, now defined by another sweep file (a campaign's runs adopted into the
+                # file its target reads): adopting it, the store names that file
+                if extend and self.load_sweep().source != sweep.source:
+                    self._write_sweep(sweep)
                 return
             if not extend:
                 added = len(set(new_ids) - set(old_ids))
@@ -239,13 +243,16 @@ class SweepStore:
                     f"{self.root}`, or pass --extend to adopt the new grid (existing runs are kept)")
         self.root.mkdir(parents=True, exist_ok=True)
         self.runs_dir.mkdir(exist_ok=True)
+        self._write_sweep(sweep)
+        write_json_atomic(self.root / PLAN_FILE, {"sweep": sweep.name, "profile": sweep.profile,
+                                                  "runs": [r.to_dict() for r in runs]})
+
+    def _write_sweep(self, sweep: Sweep) -> None:
         text = yaml.safe_dump(sweep.to_dict(), sort_keys=False, default_flow_style=None)
         tmp = self.root / f".{SWEEP_FILE}.tmp"
         with open_no_follow(tmp, "w") as handle:
             handle.write("# written by grok-lightning sweep run: the resolved sweep (base config inlined)\n" + text)
         os.replace(tmp, self.root / SWEEP_FILE)
-        write_json_atomic(self.root / PLAN_FILE, {"sweep": sweep.name, "profile": sweep.profile,
-                                                  "runs": [r.to_dict() for r in runs]})
 
     def checked_plan(self, runs: list[RunSpec]) -> list[dict]:
         """The plan to run: the runs derived from the sweep (never the entries of ``plan.json``,
