@@ -190,7 +190,8 @@ def _adopt(args) -> None:
         return
     print(f"# In configs/sweeps/{campaign.sweep}, profiles.{campaign.profile}: replace its grid/zip with these axes\n"
           f"# (its runs plus campaign {campaign.name}'s; say so in the profile's description), then set\n"
-          f"# `adopted: true` on the campaign in {Path(args.catalogue).name}.\n")
+          f"# `adopted: true` on the campaign in {Path(args.catalogue).name}; then run its reproduce target (every run is\n"
+          f"# final: nothing trains; the store {campaign.store} then follows the sweep file) and make report.\n")
     print(adopted_axes(campaign))
 
 
