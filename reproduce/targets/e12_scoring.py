@@ -160,9 +160,23 @@ def scored_row(claim_id: str, quantity: str, ours, profile: str, n, **fields) ->
     missing from the table is an error (``KeyError``), never a silent context row."""
     from reproduce.report import claim_row
 
-    if UNREPORTED.match(claim_id) and claim_id not in load_claims():
+    if (UNREPORTED.match(claim_id) or off_paper_stratum(claim_id)) and claim_id not in load_claims():
         return row(PAPER, quantity, None, ours, profile, n, **fields)
     return claim_row(claim_id, quantity, ours, profile, n, **fields)
+
+
+#: the lambdas of the paper's E12 strata (a profile may run others: the smoke profile's lambda 0.3)
+PAPER_STRATA = (0.015, 0.05)
+
+
+def off_paper_stratum(claim_id: str) -> bool:
+    """Whether ``claim_id`` names a stratum at a lambda the paper did not run (its rows are context).
+
+    >>> off_paper_stratum("e12.A_peak.0.3"), off_paper_stratum("e12.A_peak.0.05"), off_paper_stratum("e12.grok_A")
+    (True, False, False)
+    """
+    found = re.search(r"\.(\d+(?:\.\d+)?)$", claim_id)
+    return found is not None and float(found[1]) not in PAPER_STRATA
 
 
 #: claims pooled over both lambdas whose ids carry no stratum
