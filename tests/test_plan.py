@@ -341,3 +341,21 @@ def test_the_report_and_the_planner_agree_on_how_many_runs_decide_a_claim():
     assert power(peak, n) >= POWER > power(peak, n - 1)
     assert n == 5      # 4 runs' range covers 88%, 5 runs' 94%
 
+
+
+def test_a_backup_copy_of_a_run_folder_never_counts_as_its_final_run(tmp_path):
+    from grok_lightning.sweep.grid import run_id_of
+    from reproduce.plan.costs import final_run_ids
+
+    config = {"seed_everything": 7, "trainer": {"max_epochs": 100}}
+    entry = {"name": "r1", "run_id": run_id_of(config), "config": config}
+    store = tmp_path / "results" / "A"
+    stated = {"seed": 7, "max_epochs": 100}
+    write_record(store, "r1", 40, 40.0, run_id=entry["run_id"], status="running", config=stated)
+    write_record(store, "r1.bak", 100, 100.0, run_id=entry["run_id"], config=stated)   # a final copy beside it
+    assert final_run_ids(str(store), [entry]) == set()
+    write_record(store, "r1", 100, 100.0, run_id=entry["run_id"], config=stated)
+    assert final_run_ids(str(store), [entry]) == {entry["run_id"]}
+    write_record(store, "r1", 100, 100.0, run_id=entry["run_id"], config={"seed": 8})
+    with pytest.raises(ConfigError, match=r"r1/record.json: not the run its folder plans \(config.seed=8"):
+        final_run_ids(str(store), [entry])

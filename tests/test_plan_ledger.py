@@ -34,6 +34,8 @@ def test_a_prediction_is_registered_once_from_the_campaign_alone(tmp_path):
     p = load_prediction(path)
     assert p.claims == {"c.a": 0.5, "c.b": 0.5} and p.n == {"c.a": (0, 4), "c.b": (0, 4)}
     assert p.expected == 1.0 and p.sd == pytest.approx(0.5 ** 0.5) and p.cpu_h == pytest.approx(4.0)
+    [o] = outcomes(plan, root=tmp_path)                       # its target trains it: no runs named, n still short
+    assert o.state == "registered, its target has not run them yet (c.a at n 0 of 4, c.b at n 0 of 4)"
     again = _plan(tmp_path, lambda claim, n: 1.0)             # a later plan, with other odds
     assert register(again, "dear", root=tmp_path) == (path, False) and path.read_bytes() == first
 

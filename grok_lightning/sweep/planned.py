@@ -25,8 +25,10 @@ __all__ = ["identity_problem", "planned_records"]
 _TOP_LEVEL = {"seed": "seed_everything", "max_epochs": "trainer.max_epochs"}
 
 
-def identity_problem(record: dict, run_id: str, config: dict) -> str | None:
+def identity_problem(record: dict, run_id: str, config: dict | None) -> str | None:
     """Why ``record`` is not the run ``run_id`` with the resolved ``config`` (``None`` when it is).
+    Without a planned ``config`` (a registered run whose plan is no longer at hand) only the run id
+    is checked.
 
     >>> config = {"model": {"class_path": "m.M", "init_args": {"lr": 0.001, "weight_decay": 1.0}},
     ...           "seed_everything": 7, "trainer": {"max_epochs": 10}}
@@ -36,7 +38,11 @@ def identity_problem(record: dict, run_id: str, config: dict) -> str | None:
     True
     >>> identity_problem({**record, "config": {**record["config"], "seed": 8}}, run_id, config)
     'config.seed=8: the planned run has 7'
+    >>> identity_problem(record, run_id, None) is None     # no planned config known: the run id alone
+    True
     """
+    if config is None:
+        return None if record.get("run_id") == run_id else f"run_id={record.get('run_id')!r}: the planned run here is {run_id}"
     if run_id_of(config) != run_id:
         return f"the planned config hashes to {run_id_of(config)}, not to its run id {run_id}"
     if record.get("run_id") != run_id:
@@ -61,7 +67,8 @@ def identity_problem(record: dict, run_id: str, config: dict) -> str | None:
 def planned_records(runs_dir: str | Path, specs: list[RunSpec] | list[dict]) -> list[tuple[dict, dict | None]]:
     """``(entry, record)`` for every planned run (a :class:`RunSpec` or a ``plan.json`` entry with
     ``run_id``, ``name`` and ``config``), in plan order; ``record`` is ``None`` where
-    ``runs_dir/<name>/record.json`` does not exist. A record that is unreadable, breaks the record
+    ``runs_dir/<name>/record.json`` does not exist. An entry whose ``config`` is ``None`` is checked
+    by its run id alone (:func:`identity_problem`). A record that is unreadable, breaks the record
     rules, or is not the planned run is one ``ConfigError`` line naming the file."""
     runs_dir = Path(runs_dir)
     found = []
@@ -75,7 +82,7 @@ def planned_records(runs_dir: str | Path, specs: list[RunSpec] | list[dict]) -> 
             found.append((entry, None))
             continue
         record = load_record(path)
-        problem = identity_problem(record, entry["run_id"], entry["config"])
+        problem = identity_problem(record, entry["run_id"], entry.get("config"))
         if problem is not None:
             raise ConfigError(f"{path}: not the run its folder plans ({problem})")
         found.append((entry, record))

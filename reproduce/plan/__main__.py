@@ -97,7 +97,7 @@ def _run(args) -> None:
         _run_stored(campaign, args)
         return
     runs = campaign.runs()
-    final = final_run_ids(campaign.store)
+    final = final_run_ids(campaign.store, runs)
     todo = {r.run_id for r in runs if r.run_id not in final}
     store = REPO / campaign.store
     print(f"campaign {campaign.name}: {len(runs)} runs of {campaign.sweep} ({campaign.profile}), {len(runs) - len(todo)} "
@@ -147,7 +147,7 @@ def _run_stored(campaign, args) -> None:
 
     store = REPO / campaign.store
     runs = campaign.runs()
-    todo = {r.run_id for r in runs if r.run_id not in final_run_ids(campaign.store)}
+    todo = {r.run_id for r in runs if r.run_id not in final_run_ids(campaign.store, runs)}
     print(f"campaign {campaign.name}: {len(runs)} runs of the sweep stored in {store}, {len(runs) - len(todo)} final, "
           f"{len(todo)} to train")
     if args.dry_run:  # the sweep runner's own dry run of what the store would hold; nothing is written

@@ -36,6 +36,7 @@ import numpy as np
 from grok_lightning.config import ConfigError
 from grok_lightning.records import FINAL_STATUSES, iter_records
 from grok_lightning.sweep.grid import LABEL_AXIS, LABELS, RunSpec, get_dotted, max_epochs_of, resolve_key
+from grok_lightning.sweep.planned import planned_records
 from reproduce.targets.common import REPO
 
 __all__ = ["MIN_EPOCHS", "CampaignCost", "Rate", "Usage", "campaign_cost", "cost_key", "final_run_ids", "load_usages",
@@ -254,11 +255,15 @@ class CampaignCost:
     lines: list[str]  # per cell: runs x epochs x CPU-s/epoch (where read)
 
 
-def final_run_ids(store: str) -> set[str]:
+def final_run_ids(store: str, runs) -> set[str]:
+    """The ids of ``runs`` (:class:`RunSpec` or plan entries) whose own folder in ``store`` holds their
+    final record: read by :func:`~grok_lightning.sweep.planned.planned_records`, so a backup copy of
+    a run folder never counts as the run, and a record that is not its run is one error line."""
     root = REPO / store / "runs"
     if not root.is_dir():
         return set()
-    return {r.get("run_id") for _, r in iter_records(root) if r.get("status") in FINAL_STATUSES}
+    return {entry["run_id"] for entry, record in planned_records(root, list(runs))
+            if record is not None and record.get("status") in FINAL_STATUSES}
 
 
 def _group_cost(group, usages) -> tuple[float, str]:
@@ -287,7 +292,7 @@ def campaign_cost(campaign, usages, claims) -> CampaignCost:
     lines, cpu_h, total, pending_n = [], 0.0, 0, 0
     if campaign.by_sweep:
         runs = campaign.runs()
-        final = final_run_ids(campaign.store)
+        final = final_run_ids(campaign.store, runs)
         pending = [r for r in runs if r.run_id not in final]
         total, pending_n = len(runs), len(pending)
         cells: dict[str, list] = {}

@@ -24,7 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from grok_lightning.config import ConfigError, open_regular
-from grok_lightning.records import FINAL_STATUSES, RECORD_NAME, load_record, write_text_atomic
+from grok_lightning.records import FINAL_STATUSES, write_text_atomic
+from grok_lightning.sweep.planned import planned_records
 from reproduce.plan.power import decided, field
 from reproduce.plan.ranking import Z95, Option, probabilities
 from reproduce.targets.common import REPO
@@ -130,21 +131,29 @@ class Outcome:
         return lo <= len(self.decided) <= hi
 
 
-def _measured(prediction: Prediction, root: Path) -> tuple[int, int, float]:
-    """``(runs started, runs with a final record, their CPU-hours)`` among the runs the prediction trains."""
-    started, final, seconds = 0, 0, 0.0
-    for run_name, run_id in prediction.runs.items():
-        path = Path(root) / str(prediction.store) / "runs" / run_name / RECORD_NAME
-        if not path.is_file():
-            continue
-        record = load_record(path)
-        if record.get("run_id") != run_id:
-            continue
-        started += 1
-        if record.get("status") in FINAL_STATUSES:
-            final += 1
-            seconds += float(record.get("cpu_time_s") or 0.0)
-    return started, final, seconds / 3600
+def _measured(prediction: Prediction, campaign, root: Path) -> tuple[int, int, float]:
+    """``(runs started, runs with a final record, their CPU-hours)`` among the runs the prediction trains,
+    each read from its own folder by :func:`~grok_lightning.sweep.planned.planned_records` (with the
+    config the catalogue plans for it, where the campaign still plans it)."""
+    planned = {r.run_id: r.to_dict() for r in campaign.runs()} if campaign is not None and campaign.by_sweep else {}
+    entries = [planned.get(run_id) or {"name": name, "run_id": run_id, "config": None}
+               for name, run_id in prediction.runs.items()]
+    runs_dir = Path(root) / str(prediction.store) / "runs"
+    records = [r for _, r in planned_records(runs_dir, entries) if r is not None] if entries else []
+    final = [r for r in records if r.get("status") in FINAL_STATUSES]
+    return len(records), len(final), sum(float(r.get("cpu_time_s") or 0.0) for r in final) / 3600
+
+
+def _short_of(prediction: Prediction, base_n: dict[str, int]) -> str:
+    """A campaign its target trains names no runs: it is run once the report's n of every claim it
+    feeds reaches the n it was predicted at; ``""`` when it has, else which claims are short.
+
+    >>> p = Prediction("c", "medium", "", "", None, {}, 1.0, {"x": 1.0, "y": 1.0}, {"x": (0, 8), "y": (2, 3)})
+    >>> _short_of(p, {"x": 0, "y": 3})
+    'x at n 0 of 8'
+    """
+    return ", ".join(f"{c} at n {base_n.get(c, 0)} of {after}" for c, (_, after) in sorted(prediction.n.items())
+                     if base_n.get(c, 0) < after)
 
 
 def outcomes(plan, entries=None, root: Path = REPO) -> list[Outcome]:
@@ -155,9 +164,11 @@ def outcomes(plan, entries=None, root: Path = REPO) -> list[Outcome]:
     for path in sorted(prediction_path(plan.profile, "x", root).parent.glob("*.prediction.json")):
         prediction = load_prediction(path)
         campaign = plan.catalogue.campaigns.get(prediction.campaign)
-        started, final, cpu_h = _measured(prediction, root)
+        started, final, cpu_h = _measured(prediction, campaign, root)
         if campaign is None:
             state = "no longer in the catalogue"
+        elif not prediction.runs and (short := _short_of(prediction, plan.base_n)):
+            state = f"registered, its target has not run them yet ({short})"
         elif prediction.runs and not started:
             state = "registered, not trained yet"
         elif prediction.runs and final < len(prediction.runs):
