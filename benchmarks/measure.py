@@ -11,6 +11,7 @@ included, nothing cached; with ``--venv PATH`` the clone uses that environment i
 writes one entry under ``ID``: the command, wall seconds, user +
 system CPU seconds of the command and its children, their peak resident memory, pytest's tally
 when the output ends with one, the date, the commit, the cores and the load average at the start,
+``reproduce all``'s wall and CPU seconds per target when it prints them,
 and whether the tree was clean afterwards (``git status --porcelain``). An entry of the same id is
 replaced. The README's and docs/performance.md's measured numbers are rendered from this file
 (``reproduce.report.prose``), each with its command beside it.
@@ -32,6 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MEASUREMENTS = REPO / "benchmarks" / "measurements.json"
+#: ``python -m reproduce all``'s line per target, e.g. "== fig5: 307 s wall, 605 CPU-s =="
+TARGET_TIME = re.compile(r"^== (?P<name>[\w.-]+): (?P<wall>\d+) s wall, (?P<cpu>\d+) CPU-s ==$", re.MULTILINE)
 #: pytest's last line, e.g. "1013 passed, 9 skipped in 685.10s (0:11:25)"
 PYTEST_TALLY = re.compile(r"=+ (?P<tally>[^=]*?) in (?P<seconds>[\d.]+)s")
 
@@ -54,6 +57,16 @@ def pytest_tally(output: str) -> dict:
     return {**out, "pytest_s": float(seconds)}
 
 
+def target_times(output: str) -> dict:
+    """``{"per_target": {name: {"wall_s", "cpu_s"}}}`` from ``reproduce all``'s lines ({} without any).
+
+    >>> target_times("== fig5 (smoke) ==\\n== fig5: 307 s wall, 605 CPU-s ==\\n")
+    {'per_target': {'fig5': {'wall_s': 307, 'cpu_s': 605}}}
+    """
+    found = {m["name"]: {"wall_s": int(m["wall"]), "cpu_s": int(m["cpu"])} for m in TARGET_TIME.finditer(output)}
+    return {"per_target": found} if found else {}
+
+
 def measure(command: list[str], cwd: Path, env: dict | None = None) -> dict:
     """Run ``command`` in ``cwd``; its wall and CPU time, peak memory and output's pytest tally."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -68,7 +81,7 @@ def measure(command: list[str], cwd: Path, env: dict | None = None) -> dict:
     return {"wall_s": round(wall, 1),
             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
             "peak_rss_gb": round(after.ru_maxrss / 2**20, 2), "exit": done.returncode, "tree_clean_after": clean,
-            "load_at_start": round(load, 2), **pytest_tally(done.stdout)}
+            "load_at_start": round(load, 2), **pytest_tally(done.stdout), **target_times(done.stdout)}
 
 
 def record(entry_id: str, entry: dict, path: Path = MEASUREMENTS) -> None:
@@ -105,10 +118,11 @@ def main(argv=None) -> None:
                 with open(cwd / ".git" / "info" / "exclude", "a") as handle:
                     handle.write("/.venv\n")
                 env = {**os.environ, "PYTHONPATH": str(cwd)}
+        commit = _git("rev-parse", "--short", "HEAD", cwd=cwd)  # what runs, read before: HEAD may move meanwhile
         result = measure(command, cwd, env)
     entry = {"what": args.what or " ".join(command), "command": " ".join(command), "fresh_clone": args.fresh_clone,
              "install_included": args.fresh_clone and not args.venv, **result,
-             "date": datetime.date.today().isoformat(), "commit": _git("rev-parse", "--short", "HEAD"),
+             "date": datetime.date.today().isoformat(), "commit": commit,
              "cores": os.cpu_count(), "note": args.note}
     record(args.id, entry)
     print(json.dumps({args.id: entry}, indent=1))

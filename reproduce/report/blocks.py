@@ -165,9 +165,12 @@ def smoke_time(facts: Facts) -> str:
     """The smoke ``make reproduce-all``'s wall and CPU seconds per target (benchmarks/measurements.json)."""
     m = facts.measurements["make-reproduce-all"]
     lines = ["| target | wall s | CPU s |", "|---|---|---|"]
-    lines += [f"| {name} | {t['wall_s']:,} | {t['cpu_s']:,} |" for name, t in m["per_target"].items()]
-    wall, cpu = (sum(t[key] for t in m["per_target"].values()) for key in ("wall_s", "cpu_s"))
-    lines.append(f"| targets in all | {wall:,} ({duration(wall)}) | {cpu:,} ({duration(cpu)}) |")
+    if m.get("per_target"):
+        lines += [f"| {name} | {t['wall_s']:,} | {t['cpu_s']:,} |" for name, t in m["per_target"].items()]
+        wall, cpu = (sum(t[key] for t in m["per_target"].values()) for key in ("wall_s", "cpu_s"))
+        lines.append(f"| targets in all | {wall:,} ({duration(wall)}) | {cpu:,} ({duration(cpu)}) |")
+    else:  # a measurement taken before benchmarks/measure.py kept reproduce all's per-target lines
+        lines = ["Per-target times were not kept by this measurement (benchmarks/measure.py keeps them now)."]
     lines += ["", f"The whole command: {duration(m['wall_s'])} wall, install included; {duration(m['cpu_s'])} of user + "
               f"system CPU time, peak resident memory {m['peak_rss_gb']:.1f} GB; exit {m['exit']} "
               f"({m['date']}, {m['commit']}; `{m['command']}`)."]
