@@ -212,8 +212,9 @@ def figure_relaxation(t: np.ndarray, omega: np.ndarray, fits: list[tuple], bound
             ax_a.plot(ts, relaxation_curve(ts, fit.omega_inf, fit.omega_0, fit.rate), color=color,
                       label=f"{label}: $\\Omega_0$ = {fit.omega_0:.3g}, $\\Omega_\\infty$ = {fit.omega_inf:.3g}, "
                             f"$\\kappa$ = {kappa:.3g} (R$^2$ = {fit.r2:.3f})")
-    ax_a.plot([], [], **PAPER_STYLE, label=f"paper $\\kappa$ = {paper_values['kappa']} (canonical, 20,000 epochs, "
-                                           r"$\Omega_0$ at its cap of 200)")
+    # the paper reports kappa as a number, not its fitted curve: a note, not a legend line without a curve
+    ax_a.text(0.98, 0.6, f"paper: $\\kappa$ = {paper_values['kappa']} (canonical, 20,000 epochs,\n"
+                          r"$\Omega_0$ at its cap of 200)", transform=ax_a.transAxes, ha="right", va="center", fontsize=7)
     ax_a.set_xlabel("epoch")
     ax_a.set_ylabel(r"$\Omega_{total}$")
     ax_a.set_title("(A) weight-norm relaxation", fontsize=9)
