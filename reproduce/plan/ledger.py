@@ -9,7 +9,9 @@ Bernoulli trials, ``sum p (1 - p)``), the predicted CPU-hours and the runs it tr
 
 :func:`outcomes` compares each registered prediction with today's report: a campaign is
 *scored* once every run it trains has a final record and its runs count in the report (adopted
-into its sweep file, or a stored sweep); its claims decided now against the prediction's 95%
+into its sweep file, or a stored sweep), or, for a campaign its reproduce target trains (whose runs
+the target derives, so the prediction names none), once the report's n of every claim it feeds
+reaches the n it was predicted at; its claims decided now against the prediction's 95%
 band, and the CPU-hours its records measured against the predicted ones. ``make plan`` prints the
 comparison under the ranked table (docs/medium.md).
 """
