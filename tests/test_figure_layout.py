@@ -51,3 +51,16 @@ def test_the_forest_legend_names_only_what_is_drawn():
         fig = figure_forest(tests, paper_d, "profile: smoke | x")
         assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == expected
         plt.close(fig)
+
+
+def test_e12_controls_at_a_lambda_the_paper_did_not_run_draw_no_empty_legend():
+    import warnings
+
+    from grok_lightning.plots.e12 import figure_controls
+
+    records = [{**_run(seed), "config": {"seed": seed, "wd": 0.3}} for seed in (0, 1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # matplotlib warns on a legend with nothing to name
+        fig = figure_controls(records, {(0, 0.3): 200}, {}, "profile: smoke")
+    assert [ax.get_legend() is not None for ax in fig.axes] == [True, False, False]
+    plt.close(fig)

@@ -48,5 +48,6 @@ def figure_controls(records: list[dict], peaks: dict, paper: dict, caption_text:
     axes[2].set_ylabel("test accuracy")
     axes[2].set_xlabel("epoch")
     for ax in axes:
-        ax.legend(fontsize=7, loc="best")
+        if ax.get_legend_handles_labels()[1]:  # at a lambda the paper did not run, panels 2-3 have no paper line
+            ax.legend(fontsize=7, loc="best")
     return finish(fig, "E12 control group A: where the interventions start", caption_text, bottom=0.09)
