@@ -326,6 +326,10 @@ def test_paired_comparison_edge_cases():
     r = paired_comparison([1, 2, 3], [2, 3, 4], n_bootstrap=50)  # constant difference
     assert math.isnan(r.cohen_d) and math.isnan(r.t_stat) and r.warnings
     assert r.ci_95_diff == (1.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # defined in code, not left to scipy's division by zero
+        r = paired_comparison([1, 2, 3], [1, 2, 3], n_bootstrap=0)  # every pair tied
+    assert math.isnan(r.wilcoxon_p) and "Wilcoxon undefined: every difference is zero" in r.warnings
 
 
 def test_cohens_d_two_sample_golden():

@@ -99,11 +99,13 @@ def paired_comparison(a, b, n_bootstrap: int = 10000, seed: int = 42,
     else:
         res = sps.ttest_rel(b, a)
         t_stat, p_t, cohen = float(res.statistic), float(res.pvalue), mean_d / sd
-    try:
-        w_p = float(sps.wilcoxon(diff).pvalue)
-    except ValueError as exc:  # all differences zero
-        notes.append(f"Wilcoxon undefined: {exc}")
+    if not np.any(diff):
+        # every pair tied: the signed-rank statistic has no ranks (scipy raises or divides by zero,
+        # depending on its version), so the case is defined here
+        notes.append("Wilcoxon undefined: every difference is zero")
         w_p = float("nan")
+    else:
+        w_p = float(sps.wilcoxon(diff).pvalue)
     if n_bootstrap:
         # batches of 2,000 resamples keep memory flat for large n (and fix the random stream)
         result = sps.bootstrap((diff,), np.mean, n_resamples=n_bootstrap, batch=2000, method="percentile",
