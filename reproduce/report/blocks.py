@@ -164,8 +164,8 @@ def per_paper(facts: Facts) -> str:
 def smoke_time(facts: Facts) -> str:
     """The smoke ``make reproduce-all``'s wall and CPU seconds per target (benchmarks/measurements.json)."""
     m = facts.measurements["make-reproduce-all"]
-    lines = ["| target | wall s | CPU s |", "|---|---|---|"]
     if m.get("per_target"):
+        lines = ["| target | wall s | CPU s |", "|---|---|---|"]
         lines += [f"| {name} | {t['wall_s']:,} | {t['cpu_s']:,} |" for name, t in m["per_target"].items()]
         wall, cpu = (sum(t[key] for t in m["per_target"].values()) for key in ("wall_s", "cpu_s"))
         lines.append(f"| targets in all | {wall:,} ({duration(wall)}) | {cpu:,} ({duration(cpu)}) |")
