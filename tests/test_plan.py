@@ -359,3 +359,25 @@ def test_a_backup_copy_of_a_run_folder_never_counts_as_its_final_run(tmp_path):
     write_record(store, "r1", 100, 100.0, run_id=entry["run_id"], config={"seed": 8})
     with pytest.raises(ConfigError, match=r"r1/record.json: not the run its folder plans \(config.seed=8"):
         final_run_ids(str(store), [entry])
+
+
+def test_an_interrupted_run_with_its_last_ckpt_costs_only_the_rest_of_its_horizon(tmp_path):
+    sweep, store = _sweep(tmp_path), tmp_path / "store"
+    campaign = Campaign(name="c", feeds={}, sweep=str(sweep), profile="test", store=str(store),
+                        add={"grid": {"seed": [2]}})
+    for seed in (0, 1):                                       # 6 epochs at 1 CPU-s each
+        write_record(store, f"wd0.1_seed{seed}", 6, 6.0,
+                     config={"model": {"weight_decay": 0.1}, "seed": seed, "precision": "32-true"})
+    pending = [r for r in campaign.runs() if r.config["seed_everything"] == 2]
+    assert len(pending) == 2
+    assert campaign_cost(campaign, load_usages(store), {}).cpu_h == pytest.approx(2 * 6 * 1.0 / 3600)
+    stopped = pending[0]
+    write_record(store, stopped.name, 4, 4.0, run_id=stopped.run_id, status="interrupted",
+                 config={"seed": 2, "max_epochs": 6}, history={"epoch": [2, 4]})
+    # no last.ckpt: a resume starts from epoch 0, so the whole horizon is still to pay
+    assert campaign_cost(campaign, load_usages(store), {}).cpu_h == pytest.approx(2 * 6 * 1.0 / 3600)
+    (store / "runs" / stopped.name / "checkpoints").mkdir()
+    (store / "runs" / stopped.name / "checkpoints" / "last.ckpt").write_bytes(b"")
+    cost = campaign_cost(campaign, load_usages(store), {})
+    assert cost.runs == 2 and cost.cpu_h == pytest.approx((6 + 2) * 1.0 / 3600)
+    assert any("resumed from epoch 4" in line for line in cost.lines)

@@ -21,7 +21,9 @@ look-up, a stated assumption where no record of its model exists.
 median final epoch of the store's records of the same cell (every axis but the seed); without any,
 the campaign's ``epochs`` rule: ``like`` (another cell's records, e.g. a lower lambda's, which groks
 later: an upper bound), ``claim`` (the paper's value of that claim plus the extra epochs) or
-``horizon`` (the upper bound).
+``horizon`` (the upper bound). A run that ended unfinished with a ``last.ckpt`` in its own folder
+resumes from it, so it costs only the epochs after its record's last evaluation
+(:func:`resumable_epochs`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from grok_lightning.sweep.planned import planned_records
 from reproduce.targets.common import REPO
 
 __all__ = ["MIN_EPOCHS", "CampaignCost", "Rate", "Usage", "campaign_cost", "cost_key", "final_run_ids", "load_usages",
-           "rate_of", "run_epochs", "run_rate"]
+           "rate_of", "resumable_epochs", "run_epochs", "run_rate"]
 
 #: records that trained fewer epochs are dominated by start-up (imports, data, the first epoch)
 MIN_EPOCHS = 50
@@ -266,6 +268,26 @@ def final_run_ids(store: str, runs) -> set[str]:
             if record is not None and record.get("status") in FINAL_STATUSES}
 
 
+def resumable_epochs(store: str, runs) -> dict[str, int]:
+    """``{run_id: epochs}`` of the planned ``runs`` that ended unfinished (interrupted, or a record left
+    ``running`` by a killed sweep) with a ``checkpoints/last.ckpt`` in their own folder: a resume
+    continues from it, so only the rest of the horizon is still to pay. The epochs are the record's last
+    evaluated epoch; the checkpoint can lag it by up to the store's ``checkpoint_every`` (an upper bound
+    on the saving of at most that many epochs per run)."""
+    from grok_lightning.records import last_epoch
+
+    root = REPO / store / "runs"
+    if not root.is_dir():
+        return {}
+    done = {}
+    for entry, record in planned_records(root, list(runs)):
+        if record is None or record.get("status") in FINAL_STATUSES:
+            continue
+        if (root / str(entry["name"]) / "checkpoints" / "last.ckpt").is_file() and last_epoch(record):
+            done[entry["run_id"]] = int(last_epoch(record))
+    return done
+
+
 def _group_cost(group, usages) -> tuple[float, str]:
     rate = rate_of([u for u in usages if _in(u, group.cost_like)])
     if rate is None:
@@ -294,6 +316,7 @@ def campaign_cost(campaign, usages, claims) -> CampaignCost:
         runs = campaign.runs()
         final = final_run_ids(campaign.store, runs)
         pending = [r for r in runs if r.run_id not in final]
+        resumed = resumable_epochs(campaign.store, pending)
         total, pending_n = len(runs), len(pending)
         cells: dict[str, list] = {}
         for run in pending:
@@ -301,6 +324,8 @@ def campaign_cost(campaign, usages, claims) -> CampaignCost:
             if campaign.cost_like:
                 where += ", costed as " + ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in campaign.cost_like.items())
             epochs, why = run_epochs(run, campaign.store, usages, campaign.epochs, claims)
+            if run.run_id in resumed:
+                epochs, why = max(epochs - resumed[run.run_id], 0.0), f"{why}, resumed from epoch {resumed[run.run_id]:,}"
             cpu_h += epochs * rate.cpu_s_per_epoch / 3600
             shown = _axes(run) or {k: v for k, v in run.axes.items() if k != LABEL_AXIS}  # the seed when nothing else
             label = ", ".join(f"{LABELS.get(resolve_key(k)) or k.rsplit('.', 1)[-1]} {v}"
