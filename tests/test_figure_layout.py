@@ -64,3 +64,21 @@ def test_e12_controls_at_a_lambda_the_paper_did_not_run_draw_no_empty_legend():
         fig = figure_controls(records, {(0, 0.3): 200}, {}, "profile: smoke")
     assert [ax.get_legend() is not None for ax in fig.axes] == [True, False, False]
     plt.close(fig)
+
+
+def test_the_held_out_auc_label_never_sits_on_a_bar_that_reaches_it():
+    from grok_lightning.plots.predict import figure_holdout
+
+    paper = {"random_forest": 0.799, "logistic": 0.678}
+    result = {"results": {"random_forest": {"auc": 0.95, "auc_ci": [0.9, 1.0]},
+                          "logistic": {"auc": 0.9, "auc_ci": [0.8, 1.0]}}, "n_test": 20, "test_pos": 10, "test_neg": 10}
+    fig = figure_holdout({0.05: {"retained": 3}}, [0.05], result, paper, "profile: medium | x")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[1]
+    bars = [p.get_window_extent(renderer) for p in ax.patches]
+    labels = [t.get_window_extent(renderer) for t in ax.texts if t.get_text().startswith("paper ")]
+    assert len(bars) == 2 and len(labels) == 2
+    assert not any(label.overlaps(bar) for label in labels for bar in bars)
+    assert all(ax.get_window_extent(renderer).x1 >= label.x1 for label in labels)   # inside the axes
+    plt.close(fig)

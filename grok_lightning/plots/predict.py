@@ -133,21 +133,21 @@ def figure_holdout(cells: dict[float, dict[str, int]], held_out: list[float], re
     ax_c.legend(fontsize=7, loc="upper left")
     ax_c.set_title("retention label per lambda cell (the pool)", fontsize=9)
 
-    models = list(paper)
+    models, bar_width = list(paper), 0.55
     ax_a.axhline(0.5, color="black", linewidth=0.8, alpha=0.5)
     results = result.get("results", {})
     for i, m in enumerate(models):
         ax_a.hlines(paper[m], i - 0.4, i + 0.4, label="paper (held-out unseen lambdas)" if i == 0 else None,
                     **PAPER_STYLE)
-        # beside the bar (half-width 0.275), so that a bar reaching the line never covers its label
-        ax_a.text(i + 0.29, paper[m] + 0.01, f"paper {paper[m]:g}", ha="left", va="bottom", fontsize=7)
+        # beside the bar, so that a bar reaching the line never covers its label
+        ax_a.text(i + bar_width / 2 + 0.015, paper[m] + 0.01, f"paper {paper[m]:g}", ha="left", va="bottom", fontsize=7)
         entry = results.get(m, {})
         auc, ci = entry.get("auc"), entry.get("auc_ci")
         if invalid or not _is_number(auc):
             continue
         shown = isinstance(ci, list) and not result.get("too_few")  # a withheld interval is not drawn
         yerr = [[max(0.0, auc - ci[0])], [max(0.0, ci[1] - auc)]] if shown else None
-        ax_a.bar(i, auc, 0.55, color="tab:blue", yerr=yerr, capsize=4, edgecolor="black", linewidth=0.4,
+        ax_a.bar(i, auc, bar_width, color="tab:blue", yerr=yerr, capsize=4, edgecolor="black", linewidth=0.4,
                  label=("ours, 95% stratified bootstrap" if shown else "ours (no interval)") if i == 0 else None)
         ax_a.text(i, auc / 2, f"{auc:.2f}", ha="center", va="center", fontsize=8, color="white", fontweight="bold")
     ax_a.set_xticks(range(len(models)))
