@@ -200,7 +200,7 @@ def test_a_run_that_stops_after_grokking_trains_its_cells_median_epochs_else_the
     assert any("median final epoch of 2 records" in line for line in cost.lines)
     assert any("as at wd 0.1 (2 records)" in line for line in cost.lines)
     with pytest.raises(ConfigError, match="give the campaign an epochs rule"):
-        campaign_cost(Campaign(**{**campaign.__dict__, "epochs": None}), usages, {})
+        campaign_cost(dataclasses.replace(campaign, epochs=None), usages, {})
 
 
 def test_a_sweep_campaign_adds_runs_to_its_profile_and_names_the_command_that_runs_it(tmp_path, capsys):
@@ -221,7 +221,7 @@ def test_a_sweep_campaign_adds_runs_to_its_profile_and_names_the_command_that_ru
     assert stop.value.code == 0 and "2 to train" in out and "plan_test (profile test): 6 runs" in out
     assert not store.exists()                                  # a dry run writes nothing
     adopted = load_catalogue("test", catalogue, claim_ids={"wd.bin_0.5"})
-    adopted.campaigns["more_seeds"] = Campaign(**{**campaign.__dict__, "adopted": True})
+    adopted.campaigns["more_seeds"] = dataclasses.replace(campaign, adopted=True)
     with pytest.raises(ConfigError, match="adopted: true, but its additions are not all in"):
         _check_adoption(adopted)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -109,7 +110,15 @@ class Campaign:
         return sweep_path(self.sweep)
 
     def runs(self) -> list[RunSpec]:
-        """The campaign's runs, derived from its sweep file or stored sweep (module docstring)."""
+        """The campaign's runs, derived from its sweep file or stored sweep (module docstring); expanded
+        once per campaign object (the cost model, the planner and the ledger each ask for them)."""
+        return list(self._expanded)
+
+    @cached_property
+    def _expanded(self) -> tuple[RunSpec, ...]:
+        return tuple(self._expand())
+
+    def _expand(self) -> list[RunSpec]:
         if self.stored:
             added = expand(stored_sweep(self))
             if not self.add:
