@@ -196,5 +196,7 @@ def test_a7_contrasts_compare_runs_that_differ_in_one_factor_alone():
     assert "add (3) vs mul (3)" in rows["a7.add_vs_mul"]["note"]
     high_low = rows["a7.dmodel_high_vs_low"]
     assert high_low["n"] == 5 and high_low["ours"] > 0 and "256 (2) vs 128 (3)" in high_low["note"]
-    assert verdict(rows["a7.lnpre_vs_lnpost"]) == ("not run here (no two groups of Fig. 4's runs differ in the LayerNorm "
-                                                   "position alone: needs post-LN runs)")
+    assert verdict(rows["a7.lnpre_vs_lnpost"]) == (
+        "not run here (no two groups of the runs of Fig. 4 differ in the LayerNorm position alone: needs post-LN runs; "
+        "python -m reproduce.plan run a7_post_ln --profile medium trains them (configs/sweeps/a7_contrasts.yaml, "
+        "profile post_ln))")

@@ -25,7 +25,7 @@ from grok_lightning.stats.significance import unbiased_std_factor
 from grok_lightning.stats.validity import peak_check, summarise_checks
 from reproduce.report import claim, claim_row, join_notes
 from reproduce.report.sources import source_value
-from reproduce.targets.a7 import a7_rows
+from reproduce.targets.a7 import CONTRAST_SWEEP, a7_rows, contrast_records, unique_runs
 from reproduce.targets.common import (
     caption,
     cli,
@@ -142,11 +142,14 @@ def run_markdown(runs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 10000, planned=()) -> dict:
+def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 10000, planned=(),
+            contrasts=()) -> dict:
     """Fits, figures and report rows from the sweep's records (no training here); ``planned``:
     ``(d/H, random labels)`` of every run the sweep plans. While a planned bin has no finished
     run, the comparisons across bins (null test, AIC) are shown in the figure but reported as
-    ``not run here``, and each bin's row says how many of its planned runs have finished."""
+    ``not run here``, and each bin's row says how many of its planned runs have finished.
+    ``contrasts``: records of the a7 sweep's runs (:mod:`reproduce.targets.a7`), which only the
+    a7 rows read, pooled with these: they change a factor Fig. 4 holds fixed, so never its fit."""
     out.mkdir(parents=True, exist_ok=True)
     done = [r for r in records if r["status"] == "completed"]
     runs = run_table(done)
@@ -249,7 +252,8 @@ def analyse(records: list[dict], profile: str, out: Path, n_permutations: int = 
                               invalid=invalid, horizon=horizon))
     for reading, (real_peaks, null_peaks) in alternative.items():
         rows += _reading_rows(reading, dh, real_peaks, null_peaks, got, wanted, profile, note, invalid, horizon)
-    rows += a7_rows(done, profile, "Fig. 4")  # the author's one-factor contrasts, where these runs hold one
+    # the author's one-factor contrasts: Fig. 4's runs and the a7 sweep's, which change one factor of its 8-head cell
+    rows += a7_rows(unique_runs([*done, *contrasts]), profile, f"Fig. 4 and {CONTRAST_SWEEP}" if contrasts else "Fig. 4")
     summary = {"profile": profile, "dh": dh.tolist(), "peak": peak.tolist(), "peak_unbiased": unbiased.tolist(),
                **{f"peak_{k}": a.tolist() for k, (a, _) in alternative.items()},
                **{f"null_{k}": b.tolist() for k, (_, b) in alternative.items()},
@@ -353,8 +357,9 @@ def _mean(x):
 def main(argv=None) -> Path:
     args = parse_args(__doc__, argv)
     out = Path(args.out) / "fig4"
+    # the a7 sweep is read, never trained here: its campaigns train it (configs/campaigns.yaml, a7_*)
     analyse(sweep_records("head_width.yaml", args.profile, out, args.launch)[0], args.profile, out,
-            planned=planned_bins(args.profile))
+            planned=planned_bins(args.profile), contrasts=contrast_records(args.profile, out / "a7" / "sweep"))
     print(f"fig4: {out / 'fig4_head_width.png'}")
     return out
 

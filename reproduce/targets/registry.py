@@ -165,8 +165,9 @@ TARGETS: tuple[Target, ...] = (
            smoke=SmokeScope("A, B and C on 2 paired seeds (no test can pass)",
                             "the paired tests of E12 (medium: 6 seeds, 300-epoch window)")),
     Target("fig4", "Fig. 4 peak sigma_H vs d/H and the random-label null",
-           sweeps=(Sweep("head_width.yaml"),), plots=("interventions.figure_head_width",
-                                                        "interventions.figure_head_width_curves"),
+           # a7_contrasts.yaml: read for the a7 rows only (trained by the a7_* campaigns)
+           sweeps=(Sweep("head_width.yaml"), Sweep("a7_contrasts.yaml", ("medium",))),
+           plots=("interventions.figure_head_width", "interventions.figure_head_width_curves"),
            smoke=SmokeScope("the amplitude fit and null on 6 runs",
                             "the slope's sign and size (medium: H 4/8/16 + null, 4 seeds, 600 epochs)")),
     Target("fig10", "Fig. 10 lambda_c per architecture: MLP, LSTM, Mamba",
