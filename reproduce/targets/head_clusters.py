@@ -132,7 +132,7 @@ def analyse(records: list[dict], runs_root: str | Path, profile: str, out: Path,
                                     "at_paper_epoch": _at(found, epoch, positions),
                                     "at_paper_epoch_other": _at(found, epoch, other)}
                         for seed, found in per_seed.items()},
-               "without_weights": [r["name"] for r in runs if not counted[r["run_id"]]],
+               "without_weights": [r["config"].get("name") or r["run_id"] for r in runs if not counted[r["run_id"]]],
                "sweep": sweep_summary(runs) if runs else None}
     if per_seed:
         _figure(summary, lead or with_weights[0], profile, out, (epoch, float(paper.value)), positions, other, threshold)
@@ -153,7 +153,8 @@ def _row(per_seed: dict, epoch: int, positions: str, profile: str, horizon: int 
         f"no weights of seed {LEAD_SEED} at epoch {epoch}" if horizon is not None and horizon >= epoch else "")
     note = join_notes(at and f"per seed {at}", n_heads and f"{'/'.join(map(str, sorted(n_heads)))} heads",
                       probe and f"probe: the test split ({probe} examples)", missing)
-    return claim_row(CLAIM, quantity, at.get(LEAD_SEED), profile, 1, note=note, horizon=horizon,
+    ours = at.get(LEAD_SEED)
+    return claim_row(CLAIM, quantity, ours, profile, int(ours is not None), note=note, horizon=horizon,
                      runs=list(at.values()), sensitivity="all positions" if sensitive else "", not_run=missing)
 
 
