@@ -65,7 +65,7 @@ test-fast: install ## unit tests only (no real training)
 # the reproduction targets: each one module of reproduce/targets/, listed in reproduce/targets/registry.py
 # (`python -m reproduce list`); a new figure is a module and a registry entry, then `python -m reproduce makefile --write`
 # >>> reproduce targets: written by `python -m reproduce makefile --write` from the registry; do not edit
-.PHONY: reproduce-canonical reproduce-fig5 reproduce-fig1 reproduce-predict reproduce-fig11 reproduce-fig9 reproduce-fig2 reproduce-fig8 reproduce-fig4 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-lockin reproduce-lockin-fig1 reproduce-lockin-fig2 reproduce-lockin-fig3 reproduce-lockin-fig4 reproduce-rllc
+.PHONY: reproduce-canonical reproduce-fig5 reproduce-fig1 reproduce-predict reproduce-fig11 reproduce-fig9 reproduce-fig2 reproduce-fig8 reproduce-fig4 reproduce-fig10 reproduce-fig3 reproduce-fig6 reproduce-fig7 reproduce-lockin reproduce-lockin-fig1 reproduce-lockin-fig2 reproduce-lockin-fig3 reproduce-lockin-fig4 reproduce-head_clusters reproduce-rllc
 reproduce-canonical: install ## the canonical run (p=97, 4Lx8H, lambda=1) until it groks; every profile runs the same run (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce canonical --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
@@ -119,6 +119,9 @@ reproduce-lockin-fig3: install ## lock-in Fig. 3: x^2 vs ReLU (PROFILE=smoke|med
 
 reproduce-lockin-fig4: install ## lock-in Fig. 4: the eta sweep (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce lockin-fig4 --profile $(PROFILE) --out $(OUT) $(LAUNCH)
+
+reproduce-head_clusters: install ## head-role clusters (section 5): single linkage of the heads' output vectors at cosine distance 0.5, per checkpoint (PROFILE=smoke|medium|paper)
+	$(PY) -m reproduce head_clusters --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
 reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra) (PROFILE=smoke|paper)
 	$(PY) -m pip install -q -e ".[llc]"

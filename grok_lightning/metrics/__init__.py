@@ -1,7 +1,8 @@
 """Metrics: attention-head order parameters of arXiv 2605.20441 (torchmetrics style).
 
 ``functional`` holds the kernels; ``attention`` the :class:`torchmetrics.Metric` wrappers;
-``participation`` the PR_norm covariance constructions.
+``participation`` the PR_norm covariance constructions; ``head_clusters`` the head-role clusters
+of the heads' output vectors (section 5).
 """
 from grok_lightning.metrics.attention import (
     AttentionStatistics,
@@ -33,6 +34,16 @@ from grok_lightning.metrics.functional import (
     qk_rank,
     spectral_gap,
 )
+from grok_lightning.metrics.head_clusters import (
+    HEAD_CLUSTER_POSITIONS,
+    HEAD_CLUSTER_THRESHOLD,
+    HeadClusterCount,
+    head_cluster_count,
+    head_cluster_labels,
+    head_cosine_distance,
+    head_output_gram,
+    head_output_gram_update,
+)
 from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS, head_participation
 
 # spectral lock-in metrics: see repulsion.py / spectrum.py
@@ -42,6 +53,9 @@ __all__ = [
     "EntropyMean",
     "EntropyRange",
     "EntropyStd",
+    "HEAD_CLUSTER_POSITIONS",
+    "HEAD_CLUSTER_THRESHOLD",
+    "HeadClusterCount",
     "HeadParticipationRatio",
     "SpectralGap",
     "MeanSimilarity",
@@ -53,7 +67,12 @@ __all__ = [
     "attention_statistics",
     "check_participation_identity",
     "coefficient_of_variation",
+    "head_cluster_count",
+    "head_cluster_labels",
+    "head_cosine_distance",
     "head_cosine_matrix",
+    "head_output_gram",
+    "head_output_gram_update",
     "head_entropies",
     "entropy_mean",
     "entropy_range",

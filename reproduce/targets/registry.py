@@ -199,6 +199,12 @@ TARGETS: tuple[Target, ...] = (
                       ("lockin.window_sweep_figure",)),
                Figure("lockin-fig3", "activation", "lock-in Fig. 3: x^2 vs ReLU", ("lockin.activation_figure",)),
                Figure("lockin-fig4", "eta", "lock-in Fig. 4: the eta sweep", ("lockin.eta_sweep_figure",)))),
+    # counted post hoc from each run's saved weights, as Fig. 6/7 are
+    Target("head_clusters", "head-role clusters (section 5): single linkage of the heads' output vectors at cosine "
+                            "distance 0.5, per checkpoint",
+           sweeps=(Sweep("head_clusters.yaml"),), plots=("heads.figure_head_clusters",),
+           smoke=SmokeScope("the clustering pipeline on the smoke model's 8 heads, 0-60 epochs",
+                            "the count at epoch 160 on the canonical model's 32 heads (medium: 3 seeds x 200 epochs)")),
     # without devinterp (an install without the `llc` extra) it writes "not run" rLLC rows
     Target("rllc", "rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra)",
            sweeps=(Sweep("long_horizon.yaml", ("smoke", "paper")),), plots=("predict.figure_rllc",),
@@ -210,12 +216,13 @@ TARGETS: tuple[Target, ...] = (
 )
 
 #: the medium pass of reproduce-all, in the order it runs: fig2 first in priority, but its long runs
-#: go last so that its third seed shares the cores with the other targets; fig11 reads the
+#: go last so that its third seed shares the cores with the other targets; head_clusters (three
+#: 200-epoch runs) beside the other post-hoc weight analysis, long_horizon; fig11 reads the
 #: long_horizon and fig5 runs; fig1 adds lambda 10 and 3 to fig5's runs and fig10 trains the MLP,
 #: both after E12 (fig8); predict trains nothing and reads the fig5, fig4 and fig8 records, so it
 #: comes last. (Smoke and paper run :data:`TARGETS` in their order: predict reads the Fig. 5 and
 #: Fig. 1 sweeps, rllc the long_horizon checkpoints.)
-MEDIUM_ORDER = ("fig8", "long_horizon", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict")
+MEDIUM_ORDER = ("fig8", "long_horizon", "head_clusters", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict")
 #: the targets with a :class:`MediumAbsence`, in the order the medium report and docs/medium.md list them
 MEDIUM_LEFT_OUT = ("canonical", "rllc", "fig9")
 
