@@ -381,3 +381,19 @@ def test_an_interrupted_run_with_its_last_ckpt_costs_only_the_rest_of_its_horizo
     cost = campaign_cost(campaign, load_usages(store), {})
     assert cost.runs == 2 and cost.cpu_h == pytest.approx((6 + 2) * 1.0 / 3600)
     assert any("resumed from epoch 4" in line for line in cost.lines)
+
+
+def test_cost_like_is_an_assumption_the_campaigns_own_finished_runs_replace(tmp_path):
+    sweep, store, other = _sweep(tmp_path), tmp_path / "store", tmp_path / "other"
+    model = {"arch": "transformer", "d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "eval_every": 10}
+    full = {"module": "GrokkingModule", "model": model, "precision": "32-true",
+            "data": {"p": 23, "batch_size": 512, "full_batch": False, "train_fraction": 0.5}}
+    write_record(other, "like", 6, 60.0, config={**full, "model": {**model, "d_model": 64}})   # 10 CPU-s/epoch
+    write_record(other, "same_model", 6, 600.0, config=full)   # elsewhere: the stated assumption still rules
+    campaign = Campaign(name="c", feeds={}, sweep=str(sweep), profile="test", store=str(store),
+                        add={"grid": {"seed": [2]}}, cost_like={"model.init_args.d_model": 64})
+    assert campaign_cost(campaign, load_usages(tmp_path), {}).cpu_h == pytest.approx(2 * 6 * 10.0 / 3600)
+    write_record(store, "wd0.1_seed0", 6, 6.0, config={**full, "seed": 0})   # its own finished run: 1 CPU-s/epoch
+    load_usages.cache_clear()
+    cost = campaign_cost(campaign, load_usages(tmp_path), {})
+    assert cost.cpu_h == pytest.approx(2 * 6 * 1.0 / 3600)

@@ -15,7 +15,8 @@ Which records: first those in the campaign's own store whose runs match the new 
 but the seed and the weight decay (same model, precision, cadence and store-specific diagnostics);
 else every shipped record under ``results/`` of the same model (:func:`cost_key`: module, shape,
 precision, evaluation cadence). A campaign's ``cost_like`` changes axes of the run before the
-look-up, a stated assumption where no record of its model exists.
+look-up, a stated assumption where no record of its model exists; once the campaign's store holds
+finished runs of a run's own cell, their measured cost replaces the assumption.
 
 **Epochs** of a new run: its horizon, or, when it stops after grokking (``grok.extra_epochs``), the
 median final epoch of the store's records of the same cell (every axis but the seed); without any,
@@ -195,6 +196,13 @@ def _axes(run: RunSpec, drop=(SEED,)) -> dict:
     return {k: v for k, v in run.axes.items() if k != LABEL_AXIS and resolve_key(k) not in drop}
 
 
+def _own_cell(run: RunSpec, store: str, usages) -> bool:
+    """Whether the campaign's store holds finished records of the run's own cell (every axis but the
+    seed and the weight decay)."""
+    axes = _axes(run, drop=(SEED, WEIGHT_DECAY))
+    return any(_in(u, store) and _matches(u.record, axes) for u in usages)
+
+
 def run_rate(run: RunSpec, store: str, usages, cost_like: dict | None = None) -> tuple[Rate, str]:
     """CPU-s per epoch of a planned run and where it was read (module docstring)."""
     import copy
@@ -202,6 +210,11 @@ def run_rate(run: RunSpec, store: str, usages, cost_like: dict | None = None) ->
     from grok_lightning.sweep.grid import set_dotted
 
     config, axes = run.config, _axes(run, drop=(SEED, WEIGHT_DECAY))
+    if cost_like and _own_cell(run, store, usages):  # the campaign's own finished runs before the assumption
+        try:
+            return run_rate(run, store, [u for u in usages if _in(u, store)])
+        except ConfigError:  # none of the same precision: the assumption stands
+            pass
     if cost_like:
         config = copy.deepcopy(config)
         for key, value in cost_like.items():
