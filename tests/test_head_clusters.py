@@ -140,6 +140,14 @@ def test_the_model_gram_matches_the_hooked_outputs_in_one_chunk():
         chunked = head_output_gram(model, tokens, positions, batch_size=7)
         assert chunked.shape == (8, 8) and torch.allclose(whole, chunked, rtol=1e-10, atol=1e-12)
     assert model.training  # the model's mode is restored
+    # mean vectors: one per head, its answer-position output averaged over the examples
+    means = torch.cat([o[:, :, -1].to(torch.float64).mean(0) for o in head_outputs(captured)])   # (8, D)
+    chunked = head_output_gram(model, tokens, batch_size=7, vectors="mean")
+    assert head_cluster_count(chunked) == head_cluster_count(means @ means.T)
+    cosine = lambda g: g / torch.outer(g.diagonal().sqrt(), g.diagonal().sqrt())   # noqa: E731
+    assert torch.allclose(cosine(chunked), cosine(means @ means.T), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="vectors='median'"):
+        head_output_gram(model, tokens, vectors="median")
 
 
 # --- the target: a synthetic record and its saved weights -------------------------------------------

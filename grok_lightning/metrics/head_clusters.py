@@ -22,6 +22,11 @@ Degenerate cases: a head with ``G_ii = 0`` (no output on the probe set: its cosi
 is a cluster of its own; with fewer than 2 heads the count is the number of heads (0 before any
 update).
 
+``vectors``: ``"examples"`` (the default) flattens a head's outputs over the probe examples, as
+above; ``"mean"`` takes one vector per head, its output summed (so averaged, up to a scale the
+cosine ignores) over the examples, ``S[i] = sum_b o_i[b]`` of length ``T' D``, and ``G = S S^T``.
+The summed vectors, not their Gram, add over chunks.
+
 ``positions``: which sequence positions a head's vector holds. ``"answer"`` (the default) keeps the
 last position, where the logits are read: a head's role is what it writes there for the answer.
 ``"all"`` keeps every position (``T = 3`` for ``a b =``); under the causal mask position 0 attends
@@ -42,8 +47,9 @@ from torchmetrics import Metric
 
 from grok_lightning.metrics.head_outputs import head_outputs, projection_input_hooks
 
-__all__ = ["HEAD_CLUSTER_POSITIONS", "HEAD_CLUSTER_THRESHOLD", "HeadClusterCount", "head_cluster_count",
-           "head_cluster_labels", "head_cosine_distance", "head_output_gram", "head_output_gram_update"]
+__all__ = ["HEAD_CLUSTER_POSITIONS", "HEAD_CLUSTER_THRESHOLD", "HEAD_CLUSTER_VECTORS", "HeadClusterCount", "head_cluster_count",
+           "head_cluster_labels", "head_cosine_distance", "head_output_gram", "head_output_gram_update",
+           "head_output_sum_update"]
 
 HeadOutputs = Union[Tensor, Sequence[Tensor]]
 
@@ -51,6 +57,8 @@ HeadOutputs = Union[Tensor, Sequence[Tensor]]
 HEAD_CLUSTER_THRESHOLD = 0.5
 #: which positions a head's output vector holds (module docstring); the first is the default
 HEAD_CLUSTER_POSITIONS = ("answer", "all")
+#: what one head's vector is made of (module docstring); the first is the default
+HEAD_CLUSTER_VECTORS = ("examples", "mean")
 
 
 def _check_positions(positions: str) -> str:
@@ -77,15 +85,33 @@ def head_output_gram_update(outputs: HeadOutputs, positions: str = "answer") -> 
     >>> head_output_gram_update(o, "all")[2, 2].item()
     50.0
     """
+    pooled = _pooled(outputs, positions)
+    flat = pooled.transpose(0, 1).reshape(pooled.shape[1], -1)  # (N, B T' D)
+    return flat @ flat.T
+
+
+def head_output_sum_update(outputs: HeadOutputs, positions: str = "answer") -> Tensor:
+    """The ``(N, T' D)`` float64 sums over one chunk's examples of each head's outputs (the ``mean``
+    vectors' state; heads of all layers pooled in layer order).
+
+    >>> o = torch.zeros(1, 2, 2, 1, 3)                        # L=1, B=2, H=2, T=1, D=3
+    >>> o[0, 0, 0, 0, 0], o[0, 1, 0, 0, 1], o[0, :, 1, 0, 2] = 1.0, 3.0, 2.0
+    >>> head_output_sum_update(o)
+    tensor([[1., 3., 0.],
+            [0., 0., 4.]], dtype=torch.float64)
+    """
+    pooled = _pooled(outputs, positions)
+    return pooled.sum(0).reshape(pooled.shape[1], -1)
+
+
+def _pooled(outputs: HeadOutputs, positions: str) -> Tensor:
+    """``(B, N, T', D)`` float64: the layers' heads side by side, the kept positions only."""
     _check_positions(positions)
     layers = list(outputs.unbind(0)) if isinstance(outputs, Tensor) and outputs.dim() == 5 else list(outputs)
     if not layers or any(o.dim() != 4 for o in layers):
         raise ValueError("head outputs: a list over layers of (B, H, T, D) tensors or one (L, B, H, T, D) tensor")
     pooled = torch.cat([o.to(torch.float64) for o in layers], dim=1)  # (B, N, T, D)
-    if positions == "answer":
-        pooled = pooled[:, :, -1:]
-    flat = pooled.transpose(0, 1).reshape(pooled.shape[1], -1)  # (N, B T' D)
-    return flat @ flat.T
+    return pooled[:, :, -1:] if positions == "answer" else pooled
 
 
 def head_cosine_distance(gram: Tensor) -> Tensor:
@@ -137,28 +163,32 @@ def head_cluster_count(gram: Tensor, threshold: float = HEAD_CLUSTER_THRESHOLD) 
 
 
 @torch.no_grad()
-def head_output_gram(model: nn.Module, tokens: Tensor, positions: str = "answer", batch_size: int = 1024) -> Tensor:
-    """The ``(N, N)`` Gram of ``model``'s head outputs on the probe ``tokens``, in chunks of ``batch_size``
-    (eval mode for the pass; the model's mode is restored)."""
+def head_output_gram(model: nn.Module, tokens: Tensor, positions: str = "answer", batch_size: int = 1024,
+                     vectors: str = "examples") -> Tensor:
+    """The ``(N, N)`` Gram of ``model``'s head output vectors (``vectors``: module docstring) on the probe
+    ``tokens``, in chunks of ``batch_size`` (eval mode for the pass; the model's mode is restored)."""
     _check_positions(positions)
+    if vectors not in HEAD_CLUSTER_VECTORS:
+        raise ValueError(f"vectors={vectors!r}: one of {HEAD_CLUSTER_VECTORS}")
+    update = head_output_gram_update if vectors == "examples" else head_output_sum_update
     captured: list = []
     handles = projection_input_hooks(model, captured)
     was_training = model.training
     model.eval()
-    gram = None
+    state = None  # the Gram, or the summed vectors (vectors="mean")
     try:
         for start in range(0, len(tokens), batch_size):
             captured.clear()
             model(tokens[start:start + batch_size])
-            new = head_output_gram_update(head_outputs(captured), positions)
-            gram = new if gram is None else gram + new
+            new = update(head_outputs(captured), positions)
+            state = new if state is None else state + new
     finally:
         for handle in handles:
             handle.remove()
         model.train(was_training)
-    if gram is None:
+    if state is None:
         raise ValueError("head_output_gram: no probe tokens")
-    return gram
+    return state if vectors == "examples" else state @ state.T
 
 
 def _square(gram: Tensor) -> Tensor:

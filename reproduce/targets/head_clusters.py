@@ -13,6 +13,9 @@ model pooled (:mod:`grok_lightning.metrics.head_clusters`).
   examples it used.
 * **Positions**: the answer position (``--positions answer``, the default), and every position
   beside it as a sensitivity row (``all``; docs/decisions.md, "Head-role clusters").
+* **Vectors**: each head's outputs flattened over the probe examples (the rows above), and one
+  mean vector per head (its answer-position output averaged over the probe) as a second
+  sensitivity row.
 * **Without the weights** (a clone: the stores ship records, not weights) the counts are read back
   from ``checkpoint_points.json`` beside each record, written when they were counted.
 
@@ -58,6 +61,9 @@ SWEEP = "head_clusters.yaml"
 CLAIM = "heads.clusters"
 #: the seed whose count the paper reports
 LEAD_SEED = 42
+#: the reading of one mean vector per head (its answer-position output averaged over the probe), a
+#: sensitivity row beside the per-example vectors
+MEAN = "answer_mean"
 
 
 def run_clusters(record: dict, runs_root: str | Path, threshold: float = HEAD_CLUSTER_THRESHOLD,
@@ -78,6 +84,7 @@ def run_clusters(record: dict, runs_root: str | Path, threshold: float = HEAD_CL
     for epoch, path in files.items():
         model, payload = load_checkpoint(record, path)
         grams = {positions: head_output_gram(model, tokens, positions, batch_size) for positions in HEAD_CLUSTER_POSITIONS}
+        grams[MEAN] = head_output_gram(model, tokens, "answer", batch_size, vectors="mean")
         found.append({"epoch": epoch, "clusters": {p: head_cluster_count(g, threshold) for p, g in grams.items()},
                       "n_heads": int(next(iter(grams.values())).shape[0]),
                       "logged_test_acc": (payload.get("metrics") or {}).get("test_acc")})
@@ -99,7 +106,7 @@ def _run_dir(record: dict, runs_root: Path) -> Path | None:
 
 
 def _at(checkpoints: list[dict], epoch: int, positions: str) -> int | None:
-    return next((c["clusters"][positions] for c in checkpoints if c["epoch"] == epoch), None)
+    return next((c["clusters"].get(positions) for c in checkpoints if c["epoch"] == epoch), None)
 
 
 def analyse(records: list[dict], runs_root: str | Path, profile: str, out: Path, positions: str = "answer",
@@ -119,7 +126,7 @@ def analyse(records: list[dict], runs_root: str | Path, profile: str, out: Path,
     horizon = min((int(r["config"]["max_epochs"]) for r in runs), default=None)
     probe = len(eval_split(runs[0], "test")[0]) if runs else 0
     rows = [_row(per_seed, epoch, p, profile, horizon, threshold, probe, sensitive=p != positions)
-            for p in (positions, other)]
+            for p in (positions, other, MEAN)]
     if per_seed:  # what the heads start from: context, no claim
         first = {seed: c[0]["clusters"][positions] for seed, c in per_seed.items()}
         rows.append(row(PAPER, f"head-role clusters at the first checkpoint (epoch {min(c[0]['epoch'] for c in per_seed.values())}), "
@@ -128,9 +135,11 @@ def analyse(records: list[dict], runs_root: str | Path, profile: str, out: Path,
     summary = {"profile": profile, "positions": positions, "threshold": threshold, "probe": "test split",
                "n_probe": probe, "paper_epoch": epoch, "lead_seed": LEAD_SEED,
                "runs": {str(seed): {"checkpoints": [{**c, "clusters": c["clusters"][positions],
-                                                     "clusters_other": c["clusters"][other]} for c in found],
+                                                     "clusters_other": c["clusters"][other],
+                                                     "clusters_mean": c["clusters"].get(MEAN)} for c in found],
                                     "at_paper_epoch": _at(found, epoch, positions),
-                                    "at_paper_epoch_other": _at(found, epoch, other)}
+                                    "at_paper_epoch_other": _at(found, epoch, other),
+                                    "at_paper_epoch_mean": _at(found, epoch, MEAN)}
                         for seed, found in per_seed.items()},
                "without_weights": [r["config"].get("name") or r["run_id"] for r in runs if not counted[r["run_id"]]],
                "sweep": sweep_summary(runs) if runs else None}
@@ -147,15 +156,18 @@ def _row(per_seed: dict, epoch: int, positions: str, profile: str, horizon: int 
     at = {seed: _at(found, epoch, positions) for seed, found in per_seed.items()}
     at = {seed: value for seed, value in at.items() if value is not None}
     n_heads = {c["n_heads"] for found in per_seed.values() for c in found}
-    quantity = (f"head-role clusters at epoch {epoch}, seed {LEAD_SEED} (single linkage of the heads' output vectors "
-                f"at cosine distance {threshold:g}, {positions} position{'s' if positions == 'all' else ''})")
+    vectors = ("one mean output vector per head over the probe, answer position" if positions == MEAN else
+               f"the heads' output vectors, {positions} position{'s' if positions == 'all' else ''}")
+    quantity = (f"head-role clusters at epoch {epoch}, seed {LEAD_SEED} (single linkage of {vectors}, "
+                f"at cosine distance {threshold:g})")
     missing = "" if at.get(LEAD_SEED) is not None else (
         f"no weights of seed {LEAD_SEED} at epoch {epoch}" if horizon is not None and horizon >= epoch else "")
     note = join_notes(at and f"per seed {at}", n_heads and f"{'/'.join(map(str, sorted(n_heads)))} heads",
                       probe and f"probe: the test split ({probe} examples)", missing)
     ours = at.get(LEAD_SEED)
     return claim_row(CLAIM, quantity, ours, profile, int(ours is not None), note=note, horizon=horizon,
-                     runs=list(at.values()), sensitivity="all positions" if sensitive else "", not_run=missing)
+                     runs=list(at.values()), not_run=missing,
+                     sensitivity={MEAN: "mean vectors", "all": "all positions"}.get(positions, "") if sensitive else "")
 
 
 def _figure(summary: dict, shown: dict, profile: str, out: Path, paper: tuple[int, float], positions: str,
@@ -163,7 +175,8 @@ def _figure(summary: dict, shown: dict, profile: str, out: Path, paper: tuple[in
     series = [{"seed": int(seed), "lead": int(seed) == LEAD_SEED, "n_heads": run["checkpoints"][0]["n_heads"],
                "epoch": [c["epoch"] for c in run["checkpoints"]],
                "clusters": [c["clusters"] for c in run["checkpoints"]],
-               "clusters_other": [c["clusters_other"] for c in run["checkpoints"]]}
+               "clusters_other": [c["clusters_other"] for c in run["checkpoints"]],
+               "clusters_mean": [c.get("clusters_mean") for c in run["checkpoints"]]}
               for seed, run in summary["runs"].items()]
     epochs = series[0]["epoch"]
     sweep = summary["sweep"]
@@ -174,7 +187,8 @@ def _figure(summary: dict, shown: dict, profile: str, out: Path, paper: tuple[in
         f"{model_shape(shown)} ({series[0]['n_heads']} heads), {sweep['horizon']}-epoch runs, checkpoints {epochs} "
         "(paper: 4L x 8H d128, 32 heads, 24 checkpoints x 3 seeds)")
     label = f"paper: seed {LEAD_SEED}, {paper[1]:g} at epoch {paper[0]}"
-    fig = figure_head_clusters(series, (paper[0], paper[1], label), (f"{positions} position", f"{other} positions"),
+    fig = figure_head_clusters(series, (paper[0], paper[1], label), (f"{positions} position", f"{other} positions",
+                                                                     "one mean vector per head"),
                                caption(profile, details, differs, figure="head_clusters"))
     fig.savefig(out / "head_clusters.png", dpi=130)
 
