@@ -82,3 +82,22 @@ def test_the_held_out_auc_label_never_sits_on_a_bar_that_reaches_it():
     assert not any(label.overlaps(bar) for label in labels for bar in bars)
     assert all(ax.get_window_extent(renderer).x1 >= label.x1 for label in labels)   # inside the axes
     plt.close(fig)
+
+
+def test_fig5_bin_labels_of_neighbouring_lambdas_never_overprint():
+    from grok_lightning.plots.regimes import figure_critical
+    from grok_lightning.stats import fit_critical_weight_decay
+
+    wds = (0.01, 0.03, 0.1, 0.3, 0.5, 0.7, 1.0, 2.0)     # 0.5, 0.7 and 1.0 within a fifth of a decade
+    wd = [w for w in wds for _ in range(10)]
+    grokked = [int(w >= 0.1 or (w == 0.03 and i < 5) or (w == 0.01 and i < 1)) for w in wds for i in range(10)]
+    fit = fit_critical_weight_decay(wd, grokked, n_bootstrap=20)
+    paper = {"wd_c": 0.0158, "wd_c_ci": [0.0109, 0.02], "nu": 0.757, "nu_ci": [0.725, 0.799]}
+    fig = figure_critical(fit, fit, np.array([0.1, 1.0]), np.array([800.0, 120.0]), None, paper, "profile: medium | x")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t.get_window_extent(renderer) for t in fig.axes[0].texts if "/" in t.get_text()]
+    assert len(labels) == len(wds)
+    assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1:])
+    assert all(label.y1 <= fig.axes[0].get_window_extent(renderer).y1 for label in labels)   # inside the axes
+    plt.close(fig)

@@ -45,8 +45,14 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     p = np.array([b["p_grok"] for b in bins])
     err = np.array([[b["p_grok"] - b["wilson_lo"] for b in bins], [b["wilson_hi"] - b["p_grok"] for b in bins]])
     ax_a.errorbar(wd, p, yerr=err, fmt="o", color="black", capsize=3, label="bin fraction, Wilson 95%")
-    for b in bins:
-        ax_a.annotate(f"{b['n_grok']}/{b['n']}", (b["wd"], b["p_grok"]), textcoords="offset points", xytext=(4, 4), fontsize=6)
+    level, previous = 0, None
+    for b in sorted(bins, key=lambda b: b["wd"]):
+        # a bin within a fifth of a decade of the one before at the same height: its label one line up
+        close = previous is not None and np.log10(b["wd"] / previous["wd"]) < 0.2 and b["p_grok"] == previous["p_grok"]
+        level = 1 - level if close else 0
+        ax_a.annotate(f"{b['n_grok']}/{b['n']}", (b["wd"], b["p_grok"]), textcoords="offset points",
+                      xytext=(4, 4 + 8 * level), fontsize=6)
+        previous = b
     grid = _wd_grid(wd)
     # both fits are ours, on our runs: the paper's method (least squares, as its code) and a binomial GLM
     for fit, color, name in ((paper_fit, "tab:blue", "ours, paper's method (least squares)"),
@@ -70,7 +76,7 @@ def figure_critical(paper_fit: CriticalFit, glm_fit: CriticalFit, wd_grok: np.nd
     # the bins (and the paper's interval) set the range: a lambda_c interval reaching decades below
     # the lowest bin (few seeds per bin) would squeeze every bin into a corner; its bounds are in the legend
     ax_a.set_xlim(min(grid[0], paper_values["wd_c_ci"][0] / 1.5), grid[-1])
-    ax_a.set_ylim(-0.05, 1.1)
+    ax_a.set_ylim(-0.05, 1.17)  # room for the labels of the bins at 1, one line up where neighbours crowd
     ax_a.set_xlabel(r"weight decay $\lambda$ (log)")
     ax_a.set_ylabel("P(grok)")
     ax_a.set_title(f"(A) grokking probability (N = {paper_fit.n_fit} runs)", fontsize=9)
