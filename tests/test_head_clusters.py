@@ -20,6 +20,7 @@ from grok_lightning.metrics import (
     head_cosine_distance,
     head_output_gram,
     head_output_gram_update,
+    head_output_grams,
 )
 from grok_lightning.metrics.head_outputs import head_outputs, projection_input_hooks
 from grok_lightning.models.transformer import DecoderTransformer
@@ -148,6 +149,13 @@ def test_the_model_gram_matches_the_hooked_outputs_in_one_chunk():
     assert torch.allclose(cosine(chunked), cosine(means @ means.T), rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="vectors='median'"):
         head_output_gram(model, tokens, vectors="median")
+    # one pass for several readings gives each reading's own Gram
+    readings = [("answer", "examples"), ("all", "examples"), ("answer", "mean")]
+    together = head_output_grams(model, tokens, readings, batch_size=7)
+    assert list(together) == readings
+    for positions, vectors in readings:
+        alone = head_output_gram(model, tokens, positions, batch_size=11, vectors=vectors)
+        assert torch.allclose(together[(positions, vectors)], alone, rtol=1e-10, atol=1e-12)
 
 
 # --- the target: a synthetic record and its saved weights -------------------------------------------

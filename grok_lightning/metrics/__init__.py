@@ -43,6 +43,7 @@ from grok_lightning.metrics.head_clusters import (
     head_cosine_distance,
     head_output_gram,
     head_output_gram_update,
+    head_output_grams,
 )
 from grok_lightning.metrics.participation import DEFAULT_PR_CONSTRUCTION, PR_CONSTRUCTIONS, head_participation
 
@@ -73,6 +74,7 @@ __all__ = [
     "head_cosine_matrix",
     "head_output_gram",
     "head_output_gram_update",
+    "head_output_grams",
     "head_entropies",
     "entropy_mean",
     "entropy_range",

@@ -48,7 +48,7 @@ from torchmetrics import Metric
 from grok_lightning.metrics.head_outputs import head_outputs, projection_input_hooks
 
 __all__ = ["HEAD_CLUSTER_POSITIONS", "HEAD_CLUSTER_THRESHOLD", "HEAD_CLUSTER_VECTORS", "HeadClusterCount", "head_cluster_count",
-           "head_cluster_labels", "head_cosine_distance", "head_output_gram", "head_output_gram_update",
+           "head_cluster_labels", "head_cosine_distance", "head_output_gram", "head_output_gram_update", "head_output_grams",
            "head_output_sum_update"]
 
 HeadOutputs = Union[Tensor, Sequence[Tensor]]
@@ -167,28 +167,41 @@ def head_output_gram(model: nn.Module, tokens: Tensor, positions: str = "answer"
                      vectors: str = "examples") -> Tensor:
     """The ``(N, N)`` Gram of ``model``'s head output vectors (``vectors``: module docstring) on the probe
     ``tokens``, in chunks of ``batch_size`` (eval mode for the pass; the model's mode is restored)."""
-    _check_positions(positions)
-    if vectors not in HEAD_CLUSTER_VECTORS:
-        raise ValueError(f"vectors={vectors!r}: one of {HEAD_CLUSTER_VECTORS}")
-    update = head_output_gram_update if vectors == "examples" else head_output_sum_update
+    return head_output_grams(model, tokens, [(positions, vectors)], batch_size)[(positions, vectors)]
+
+
+@torch.no_grad()
+def head_output_grams(model: nn.Module, tokens: Tensor, readings: Sequence[tuple[str, str]],
+                      batch_size: int = 1024) -> dict[tuple[str, str], Tensor]:
+    """``{(positions, vectors): (N, N) Gram}`` for each reading, from one forward pass over the probe
+    ``tokens`` (the readings share the captured head outputs), in chunks of ``batch_size``."""
+    readings = list(dict.fromkeys(readings))
+    for positions, vectors in readings:
+        _check_positions(positions)
+        if vectors not in HEAD_CLUSTER_VECTORS:
+            raise ValueError(f"vectors={vectors!r}: one of {HEAD_CLUSTER_VECTORS}")
     captured: list = []
     handles = projection_input_hooks(model, captured)
     was_training = model.training
     model.eval()
-    state = None  # the Gram, or the summed vectors (vectors="mean")
+    states: dict = {}  # per reading: the Gram, or the summed vectors (vectors="mean")
     try:
         for start in range(0, len(tokens), batch_size):
             captured.clear()
             model(tokens[start:start + batch_size])
-            new = update(head_outputs(captured), positions)
-            state = new if state is None else state + new
+            outputs = head_outputs(captured)
+            for positions, vectors in readings:
+                update = head_output_gram_update if vectors == "examples" else head_output_sum_update
+                new = update(outputs, positions)
+                key = (positions, vectors)
+                states[key] = new if key not in states else states[key] + new
     finally:
         for handle in handles:
             handle.remove()
         model.train(was_training)
-    if state is None:
+    if not states:
         raise ValueError("head_output_gram: no probe tokens")
-    return state if vectors == "examples" else state @ state.T
+    return {key: state if key[1] == "examples" else state @ state.T for key, state in states.items()}
 
 
 def _square(gram: Tensor) -> Tensor:

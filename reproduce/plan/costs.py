@@ -24,7 +24,7 @@ the campaign's ``epochs`` rule: ``like`` (another cell's records, e.g. a lower l
 later: an upper bound), ``claim`` (the paper's value of that claim plus the extra epochs) or
 ``horizon`` (the upper bound). A run that ended unfinished with a ``last.ckpt`` in its own folder
 resumes from it, so it costs only the epochs after its record's last evaluation
-(:func:`resumable_epochs`).
+(:func:`stored_progress`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from grok_lightning.sweep.planned import planned_records
 from reproduce.targets.common import REPO
 
 __all__ = ["MIN_EPOCHS", "CampaignCost", "Rate", "Usage", "campaign_cost", "cost_key", "final_run_ids", "load_usages",
-           "rate_of", "resumable_epochs", "run_epochs", "run_rate"]
+           "rate_of", "run_epochs", "run_rate", "stored_progress"]
 
 #: records that trained fewer epochs are dominated by start-up (imports, data, the first epoch)
 MIN_EPOCHS = 50
@@ -272,33 +272,35 @@ class CampaignCost:
 
 def final_run_ids(store: str, runs) -> set[str]:
     """The ids of ``runs`` (:class:`RunSpec` or plan entries) whose own folder in ``store`` holds their
-    final record: read by :func:`~grok_lightning.sweep.planned.planned_records`, so a backup copy of
-    a run folder never counts as the run, and a record that is not its run is one error line."""
-    root = REPO / store / "runs"
-    if not root.is_dir():
-        return set()
-    return {entry["run_id"] for entry, record in planned_records(root, list(runs))
-            if record is not None and record.get("status") in FINAL_STATUSES}
+    final record (:func:`stored_progress`)."""
+    return stored_progress(store, runs)[0]
 
 
-def resumable_epochs(store: str, runs) -> dict[str, int]:
-    """``{run_id: epochs}`` of the planned ``runs`` that ended unfinished (interrupted, or a record left
-    ``running`` by a killed sweep) with a ``checkpoints/last.ckpt`` in their own folder: a resume
-    continues from it, so only the rest of the horizon is still to pay. The epochs are the record's last
-    evaluated epoch; the checkpoint can lag it by up to the store's ``checkpoint_every`` (an upper bound
-    on the saving of at most that many epochs per run)."""
+def stored_progress(store: str, runs) -> tuple[set[str], dict[str, int]]:
+    """``(final, resumable)`` for the planned ``runs`` in one read of ``store``'s records.
+
+    ``final``: the ids whose own folder holds their final record, read by
+    :func:`~grok_lightning.sweep.planned.planned_records`, so a backup copy of a run folder never
+    counts as the run, and a record that is not its run is one error line. ``resumable``:
+    ``{run_id: epochs}`` of the runs that ended unfinished (interrupted, or a record left ``running``
+    by a killed sweep) with a ``checkpoints/last.ckpt`` in their own folder: a resume continues from
+    it, so only the rest of the horizon is still to pay. The epochs are the record's last evaluated
+    epoch; the checkpoint can lag it by up to the store's ``checkpoint_every`` (an upper bound on the
+    saving of at most that many epochs per run)."""
     from grok_lightning.records import last_epoch
 
     root = REPO / store / "runs"
     if not root.is_dir():
-        return {}
-    done = {}
+        return set(), {}
+    final, resumable = set(), {}
     for entry, record in planned_records(root, list(runs)):
-        if record is None or record.get("status") in FINAL_STATUSES:
+        if record is None:
             continue
-        if (root / str(entry["name"]) / "checkpoints" / "last.ckpt").is_file() and last_epoch(record):
-            done[entry["run_id"]] = int(last_epoch(record))
-    return done
+        if record.get("status") in FINAL_STATUSES:
+            final.add(entry["run_id"])
+        elif (root / str(entry["name"]) / "checkpoints" / "last.ckpt").is_file() and last_epoch(record):
+            resumable[entry["run_id"]] = int(last_epoch(record))
+    return final, resumable
 
 
 def _group_cost(group, usages) -> tuple[float, str]:
@@ -327,9 +329,8 @@ def campaign_cost(campaign, usages, claims) -> CampaignCost:
     lines, cpu_h, total, pending_n = [], 0.0, 0, 0
     if campaign.by_sweep:
         runs = campaign.runs()
-        final = final_run_ids(campaign.store, runs)
+        final, resumed = stored_progress(campaign.store, runs)
         pending = [r for r in runs if r.run_id not in final]
-        resumed = resumable_epochs(campaign.store, pending)
         total, pending_n = len(runs), len(pending)
         cells: dict[str, list] = {}
         for run in pending:

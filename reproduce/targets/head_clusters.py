@@ -36,7 +36,7 @@ from grok_lightning.metrics.head_clusters import (
     HEAD_CLUSTER_POSITIONS,
     HEAD_CLUSTER_THRESHOLD,
     head_cluster_count,
-    head_output_gram,
+    head_output_grams,
 )
 from grok_lightning.plots.heads import figure_head_clusters
 from grok_lightning.records import write_json_atomic
@@ -83,8 +83,9 @@ def run_clusters(record: dict, runs_root: str | Path, threshold: float = HEAD_CL
     found = []
     for epoch, path in files.items():
         model, payload = load_checkpoint(record, path)
-        grams = {positions: head_output_gram(model, tokens, positions, batch_size) for positions in HEAD_CLUSTER_POSITIONS}
-        grams[MEAN] = head_output_gram(model, tokens, "answer", batch_size, vectors="mean")
+        readings = {positions: (positions, "examples") for positions in HEAD_CLUSTER_POSITIONS} | {MEAN: ("answer", "mean")}
+        computed = head_output_grams(model, tokens, list(readings.values()), batch_size)
+        grams = {name: computed[reading] for name, reading in readings.items()}
         found.append({"epoch": epoch, "clusters": {p: head_cluster_count(g, threshold) for p, g in grams.items()},
                       "n_heads": int(next(iter(grams.values())).shape[0]),
                       "logged_test_acc": (payload.get("metrics") or {}).get("test_acc")})
