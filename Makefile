@@ -10,7 +10,8 @@ OUT ?= reproduction
 PYTEST_ARGS ?=
 # extras installed with the package: `predict` (scikit-learn, small) for reproduce-predict. The heavy ones
 # come in only where they are used: `llc` (devinterp + transformers, ~50 s, +411 MB) with
-# `make reproduce-rllc` (without it, reproduce-all's rLLC rows say "not run: devinterp is not installed"),
+# `make reproduce-rllc` (without it, reproduce-all reads the rLLC measurements stored beside the runs;
+# where there are none its rLLC rows say "not run: devinterp is not installed"),
 # `ray` for the Ray launcher; CI installs both to run their tests
 EXTRAS ?= dev,predict
 # How the reproduce targets launch their sweeps (empty = the default; docs/gpu.md):
@@ -123,7 +124,7 @@ reproduce-lockin-fig4: install ## lock-in Fig. 4: the eta sweep (PROFILE=smoke|m
 reproduce-head_clusters: install ## head-role clusters (section 5): single linkage of the heads' output vectors at cosine distance 0.5, per checkpoint (PROFILE=smoke|medium|paper)
 	$(PY) -m reproduce head_clusters --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 
-reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra) (PROFILE=smoke|paper)
+reproduce-rllc: install ## rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra) (PROFILE=smoke|medium|paper)
 	$(PY) -m pip install -q -e ".[llc]"
 	$(PY) -m reproduce rllc --profile $(PROFILE) --out $(OUT) $(LAUNCH)
 

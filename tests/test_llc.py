@@ -112,6 +112,13 @@ def test_reproduce_rllc_on_a_tiny_checkpointed_run(tiny, tmp_path):
     assert paper_value(rows[0]) == 0.462 and rows[-1]["ours"] > 1  # rLLC costs more than sigma_H
 
 
+def _lead_record(name: str = "wd1.0_seed42_abcdef12") -> dict:
+    return {"status": "completed", "run_id": "abcdef12" + "0" * 56, "name": name,
+            "config": {"wd": 1.0, "seed": 42, "max_epochs": 20000, "precision": "bf16-mixed",
+                       "model": {"n_layers": 4, "n_heads": 8, "d_model": 128}, "data": {"p": 97}},
+            "history": {"epoch": [100, 500], "entropy_std": [0.2, 0.3]}}
+
+
 def test_reproduce_rllc_without_devinterp_or_checkpoints_writes_not_run_rows(tmp_path, monkeypatch):
     from reproduce.targets import rllc
 
@@ -122,5 +129,57 @@ def test_reproduce_rllc_without_devinterp_or_checkpoints_writes_not_run_rows(tmp
     import reproduce.targets.weight_analysis
 
     monkeypatch.setattr(reproduce.targets.weight_analysis, "checkpoint_files", lambda record, root: {1: "x"})
-    rllc.analyse([{"status": "completed"}], tmp_path / "runs", "smoke", tmp_path / "b", SGLDSettings())
+    rllc.analyse([_lead_record()], tmp_path / "runs", "smoke", tmp_path / "b", SGLDSettings())
     assert "devinterp is not installed" in json.loads((tmp_path / "b" / "rows.json").read_text())[0]["note"]
+
+
+def _point(epoch: int, rllc_mean: float, sigma_h: float) -> dict:
+    return {"run_id": "abcdef12" + "0" * 56, "seed": 42, "wd": 1.0, "epoch": epoch, "rllc_mean": rllc_mean,
+            "rllc_std": 0.1, "rllc_per_chain": [rllc_mean] * 3, "init_loss": 0.01, "devinterp_llc_mean": rllc_mean,
+            "rllc_s": 20.0, "n_parameters": 66048, "sigma_H": sigma_h, "sigma_H_source": "history",
+            "sigma_H_recomputed": sigma_h, "sigma_H_s": 0.05, "sigma_H_stats_only_s": 0.001, "notes": "",
+            "trace_first_last": [0.01, 0.02]}
+
+
+def test_reproduce_rllc_reads_stored_measurements_without_weights_or_devinterp(tmp_path, monkeypatch):
+    """A clone ships each run's rLLC measurements beside its record, not its weights: the target
+    rebuilds r from them; only an epoch that is not stored is measured (and then stored)."""
+    from grok_lightning.stats import pearson_r
+    from reproduce.targets import rllc
+
+    monkeypatch.setattr(rllc, "devinterp_version", lambda: None)
+    runs, record, settings = tmp_path / "runs", _lead_record(), rllc.PROFILE_SGLD["medium"]
+    (runs / record["name"]).mkdir(parents=True)
+    stored = [_point(e, v, s) for e, v, s in [(100, 5.0, 0.30), (500, 4.0, 0.25), (1000, 3.5, 0.20), (2500, 2.0, 0.10),
+                                              (5000, 2.5, 0.12)]]
+    other = SGLDSettings(num_chains=1)  # another setting's measurements are never read for this one
+    (runs / record["name"] / rllc.RLLC_FILE).write_text(json.dumps({
+        rllc.settings_key(settings, "attention"): {"devinterp": "2.0.1", "points": stored},
+        rllc.settings_key(other, "attention"): {"devinterp": "2.0.1", "points": stored[:1]}}))
+    summary = rllc.analyse([record], runs, "medium", tmp_path / "out", settings)
+    expected = pearson_r([p["sigma_H"] for p in stored], [p["rllc_mean"] for p in stored])
+    assert summary["correlation"]["n"] == 5 and math.isclose(summary["correlation"]["r"], expected["r"], rel_tol=1e-12)
+    assert summary["devinterp"] == "2.0.1"
+    row = json.loads((tmp_path / "out" / "rows.json").read_text())[0]
+    assert row["ours"] == pytest.approx(expected["r"]) and "5 checkpoints (paper 11)" in row["note"]
+    assert "trained with bf16 autocast" in row["note"]
+    # an epoch with weights but no stored measurement must be measured: without devinterp, "not run"
+    import reproduce.targets.weight_analysis
+
+    monkeypatch.setattr(reproduce.targets.weight_analysis, "checkpoint_files", lambda rec, root: {7500: "w.pt"})
+    with pytest.raises(rllc.DevinterpMissing):
+        rllc.measure_run(record, runs, settings)
+    measured = {}
+
+    def fake_measure(rec, root, epochs, s, restrict):
+        measured[tuple(epochs)] = True
+        return {e: _point(e, 1.0, 0.05) for e in epochs}
+
+    monkeypatch.setattr(rllc, "devinterp_version", lambda: "2.0.1")
+    monkeypatch.setattr(rllc, "_measure", fake_measure)
+    points, _ = rllc.measure_run(record, runs, settings)
+    assert [p["epoch"] for p in points] == [100, 500, 1000, 2500, 5000, 7500] and list(measured) == [(7500,)]
+    assert [p["epoch"] for p in rllc.measure_run(record, runs, settings)[0]][-1] == 7500 and len(measured) == 1
+    assert [p["epoch"] for p in rllc.measure_run(record, runs, settings, max_checkpoints=3)[0]] == [100, 1000, 7500]
+    saved = json.loads((runs / record["name"] / rllc.RLLC_FILE).read_text())
+    assert len(saved[rllc.settings_key(other, "attention")]["points"]) == 1  # other settings kept

@@ -122,12 +122,12 @@ def test_the_report_leads_with_the_verdicts_of_every_claim():
 
 
 def test_the_systems_medium_does_not_train_state_their_measured_cost():
-    """fig9 and rllc are left out of medium with the CPU-hours their paper protocol was measured
-    to need (results/pilots/costs/costs.json), computed, never typed."""
+    """fig9 is left out of medium with the CPU-hours its paper protocol was measured to need
+    (results/pilots/costs/costs.json), computed, never typed; rllc, which trains nothing, is in."""
     from reproduce.targets.costs import load_costs, medium_left_out
 
     costs = load_costs()
     reasons = medium_left_out()
-    assert {"fig9", "rllc"} <= set(reasons) and not {"fig1", "fig10"} & set(reasons)
-    for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium"), ("rllc", "rllc_run")):
+    assert "fig9" in reasons and not {"fig1", "fig10", "rllc"} & set(reasons)
+    for target, system in (("fig9", "fig9_small"), ("fig9", "fig9_medium")):
         assert f"{costs[system]['paper_protocol_cpu_h']:,.0f} CPU-h measured" in reasons[target]

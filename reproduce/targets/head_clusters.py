@@ -52,7 +52,7 @@ from reproduce.targets.common import (
     write_outputs,
 )
 from reproduce.targets.long_horizon import POINTS_FILE
-from reproduce.targets.weight_analysis import checkpoint_files, eval_split, load_checkpoint, weights_dir
+from reproduce.targets.weight_analysis import checkpoint_files, eval_split, load_checkpoint, run_folder
 
 __all__ = ["CLAIM", "LEAD_SEED", "SWEEP", "analyse", "run_clusters"]
 
@@ -72,7 +72,7 @@ def run_clusters(record: dict, runs_root: str | Path, threshold: float = HEAD_CL
     checkpoint the run saved, counted on its test split from its weights where they are here, else
     read back from the counts stored beside its record (``POINTS_FILE``, shipped where the weights
     are not); empty when there is neither."""
-    run_dir = _run_dir(record, Path(runs_root))
+    run_dir = run_folder(record, runs_root)
     cache = run_dir / POINTS_FILE if run_dir is not None else None
     stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
     key = f"head_clusters (threshold {threshold:g})"
@@ -92,18 +92,6 @@ def run_clusters(record: dict, runs_root: str | Path, threshold: float = HEAD_CL
     if cache is not None and stored.get(key) != found:
         write_json_atomic(cache, {**stored, key: found})
     return found
-
-
-def _run_dir(record: dict, runs_root: Path) -> Path | None:
-    """The run's folder: its weights' parent, else its folder in the store (named by its name, or
-    ending in its run id's first 8 digits)."""
-    weights = weights_dir(record, runs_root)
-    if weights is not None:
-        return weights.parent
-    if record.get("name") and (runs_root / record["name"]).is_dir():
-        return runs_root / record["name"]
-    found = sorted(runs_root.glob(f"*{record.get('run_id', '')[:8]}")) if runs_root.is_dir() else []
-    return found[0] if found else None
 
 
 def _at(checkpoints: list[dict], epoch: int, positions: str) -> int | None:

@@ -43,7 +43,7 @@ from reproduce.targets.common import (
     sweep_records,
     sweep_summary,
 )
-from reproduce.targets.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, weights_dir
+from reproduce.targets.weight_analysis import analyse_checkpoint, checkpoint_files, eval_split, run_folder
 
 PAPER = "2605.20441"
 PARTS = ("fig3", "fig6", "fig7", "e8")
@@ -132,12 +132,7 @@ def measured_points(record: dict, runs_root: Path, pr_construction: str) -> tupl
     its weights when they are here (and stored in ``POINTS_FILE`` for later), else read back from
     that file; no points when neither exists."""
     files = checkpoint_files(record, runs_root)
-    if files:
-        run_dir = weights_dir(record, runs_root).parent
-    elif record.get("name") and (Path(runs_root) / record["name"]).is_dir():
-        run_dir = Path(runs_root) / record["name"]
-    else:  # a store's run folders end in the run id's first 8 digits
-        run_dir = next(iter(sorted(Path(runs_root).glob(f"*{record.get('run_id', '')[:8]}"))), None)
+    run_dir = run_folder(record, runs_root)
     cache = run_dir / POINTS_FILE if run_dir is not None else None
     stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
     if files:

@@ -205,26 +205,26 @@ TARGETS: tuple[Target, ...] = (
            sweeps=(Sweep("head_clusters.yaml"),), plots=("heads.figure_head_clusters",),
            smoke=SmokeScope("the clustering pipeline on the smoke model's 8 heads, 0-60 epochs",
                             "the count at epoch 160 on the canonical model's 32 heads (medium: 3 seeds x 200 epochs)")),
-    # without devinterp (an install without the `llc` extra) it writes "not run" rLLC rows
+    # reads the long_horizon runs' checkpoints (medium: the 20,000-epoch lambda-1 runs) and trains
+    # nothing; its measurements ship beside the runs' records, so without devinterp (an install
+    # without the `llc` extra) it reads them, and writes "not run" rLLC rows only where none are stored
     Target("rllc", "rLLC vs sigma_H over the long-horizon checkpoints (devinterp SGLD, the `llc` extra)",
-           sweeps=(Sweep("long_horizon.yaml", ("smoke", "paper")),), plots=("predict.figure_rllc",),
+           sweeps=(Sweep("long_horizon.yaml"),), plots=("predict.figure_rllc",),
            smoke=SmokeScope("the SGLD estimate on the smoke checkpoints", "a correlation over many checkpoints (paper)"),
-           profiles=("smoke", "paper"), extra="llc",
-           medium=MediumAbsence("the paper's 11 checkpoints are of a 20,000-epoch run (the shipped medium run has 3, "
-                                "without weights: too few points for a correlation); ",
-                                systems=(("rllc_run", "the seed-42 run"),), unmeasured="GPU-sized")),
+           extra="llc"),
 )
 
 #: the medium pass of reproduce-all, in the order it runs: fig2 first in priority, but its long runs
-#: go last so that its third seed shares the cores with the other targets; head_clusters (three
-#: 200-epoch runs) beside the other post-hoc weight analysis, long_horizon; fig11 reads the
-#: long_horizon and fig5 runs; fig1 adds lambda 10 and 3 to fig5's runs and fig10 trains the MLP,
+#: go last so that its third seed shares the cores with the other targets; rllc after the
+#: long_horizon runs it reads, head_clusters (three 200-epoch runs) beside that post-hoc weight
+#: analysis; fig11 reads the long_horizon and fig5 runs; fig1 adds lambda 10 and 3 to fig5's runs and fig10 trains the MLP,
 #: both after E12 (fig8); predict trains nothing and reads the fig5, fig4 and fig8 records, so it
 #: comes last. (Smoke and paper run :data:`TARGETS` in their order: predict reads the Fig. 5 and
 #: Fig. 1 sweeps, rllc the long_horizon checkpoints.)
-MEDIUM_ORDER = ("fig8", "long_horizon", "head_clusters", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10", "predict")
+MEDIUM_ORDER = ("fig8", "long_horizon", "rllc", "head_clusters", "fig5", "fig11", "lockin", "fig4", "fig2", "fig1", "fig10",
+                "predict")
 #: the targets with a :class:`MediumAbsence`, in the order the medium report and docs/medium.md list them
-MEDIUM_LEFT_OUT = ("canonical", "rllc", "fig9")
+MEDIUM_LEFT_OUT = ("canonical", "fig9")
 
 
 def target(name: str) -> Target:

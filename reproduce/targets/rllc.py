@@ -1,7 +1,7 @@
 """rLLC vs sigma_H over the long-horizon checkpoints (arXiv 2605.20441: Pearson r = 0.46,
 95% CI [-0.20, 0.82], n = 11 checkpoints of seed 42).
 
-    python -m reproduce.targets.rllc --profile smoke|paper --out reproduction [--runs lead|all] [--max-checkpoints N]
+    python -m reproduce.targets.rllc --profile smoke|medium|paper --out reproduction [--runs lead|all] [--max-checkpoints N]
 
 Reads the long-horizon sweep (``sweep_records("long_horizon.yaml", ...)`` into ``<out>/long_horizon``,
 the call reproduce/targets/long_horizon.py makes, so it is cached under ``make reproduce-all``) and its saved
@@ -11,9 +11,12 @@ run's training split (grok_lightning.stats.llc, devinterp SGLD), sigma_H at the 
 record's history where that epoch was evaluated, else recomputed from the checkpoint on the test
 split, the same computation) and the wall time of both. Then Pearson r with a Fisher-z CI.
 
-Needs the optional extra ``llc`` (devinterp >= 2, < 3); without it the target writes "not run" rows.
-Smoke SGLD: 2 chains x 80 draws after 40 burn-in steps (paper profile: 3 x 200 after 100, the
-paper's chains x draws); lr 3e-6, gamma 3e4, nbeta 46.2, batch 256 (docs/predict_and_llc.md).
+Each run's measurements are stored beside its record (``RLLC_FILE``, per SGLD setting) and shipped,
+so the report is rebuilt from them without the weights, devinterp or the SGLD's minutes. Measuring
+needs the optional extra ``llc`` (devinterp >= 2, < 3); without it and without stored measurements
+the target writes "not run" rows. Smoke SGLD: 2 chains x 80 draws after 40 burn-in steps (medium and
+paper: 3 x 200 after 100, the paper's chains x draws, on the medium profile's 20,000-epoch lambda-1
+runs); lr 3e-6, gamma 3e4, nbeta 46.2, batch 256 (docs/predict_and_llc.md).
 
 A negative rLLC means the chains found lower training loss than the checkpoint's: the checkpoint is
 not at a local minimum (here: a slingshot spike, train accuracy ~0.1 for one evaluation), where the
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import time
 from pathlib import Path
@@ -40,8 +44,31 @@ SWEEP = "long_horizon.yaml"
 LEAD_SEED, LEAD_WD = 42, 1.0
 PROFILE_SGLD = {
     "smoke": SGLDSettings(num_chains=2, num_draws=80, num_burnin_steps=40),
+    # the paper's chains x draws: minutes per checkpoint of the canonical model on one CPU core
+    "medium": SGLDSettings(num_chains=3, num_draws=200, num_burnin_steps=100),
     "paper": SGLDSettings(num_chains=3, num_draws=200, num_burnin_steps=100),
 }
+#: per run, beside its record: the rLLC measurements per SGLD setting (``{key: {"devinterp", "points"}}``)
+RLLC_FILE = "rllc_points.json"
+
+
+class DevinterpMissing(RuntimeError):
+    """A checkpoint must be measured and devinterp (the ``llc`` extra) is not installed."""
+
+
+def settings_key(settings: SGLDSettings, restrict: str) -> str:
+    """The key of one SGLD setting's measurements in :data:`RLLC_FILE`."""
+    return f"{restrict} {json.dumps(settings.to_dict(), sort_keys=True)}"
+
+
+def stored_points(record: dict, runs_root: Path, settings: SGLDSettings, restrict: str = "attention") -> dict:
+    """``{"devinterp", "points"}`` stored beside the run for this setting, else ``{}``."""
+    from reproduce.targets.weight_analysis import run_folder
+
+    folder = run_folder(record, runs_root)
+    cache = folder / RLLC_FILE if folder is not None else None
+    stored = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
+    return stored.get(settings_key(settings, restrict), {})
 
 
 def pick_lead(records: list[dict]) -> dict:
@@ -60,24 +87,51 @@ def _history_value(record: dict, epoch: int, key: str = "entropy_std"):
 
 
 def measure_run(record: dict, runs_root: Path, settings: SGLDSettings, max_checkpoints: int | None = None,
-                restrict: str = "attention") -> list[dict]:
-    """rLLC, sigma_H and their wall times at every saved checkpoint of one run."""
+                restrict: str = "attention") -> tuple[list[dict], str | None]:
+    """``(points, devinterp version)``: rLLC, sigma_H and their wall times at every saved checkpoint of
+    one run, read from :data:`RLLC_FILE` where stored (the SGLD costs minutes per checkpoint), else
+    measured from the weights and stored. Raises :class:`DevinterpMissing` when a checkpoint must be
+    measured without devinterp."""
+    from grok_lightning.records import write_json_atomic
+    from reproduce.targets.weight_analysis import checkpoint_files, run_folder
+
+    stored = stored_points(record, runs_root, settings, restrict)
+    known = {p["epoch"]: p for p in stored.get("points", [])}
+    epochs = sorted(set(checkpoint_files(record, runs_root)) | set(known))
+    if max_checkpoints is not None and len(epochs) > max_checkpoints:  # evenly spaced, first and last kept
+        keep = np.unique(np.linspace(0, len(epochs) - 1, max_checkpoints).round().astype(int))
+        epochs = [epochs[i] for i in keep.tolist()]
+    todo = [e for e in epochs if e not in known]
+    version = stored.get("devinterp")
+    if todo:
+        if devinterp_version() is None:
+            raise DevinterpMissing("devinterp is not installed (pip install -e '.[llc]')")
+        known.update(_measure(record, runs_root, todo, settings, restrict))
+        version = devinterp_version()
+        folder = run_folder(record, runs_root)
+        cache = folder / RLLC_FILE
+        everything = json.loads(cache.read_text()) if cache.is_file() else {}
+        everything[settings_key(settings, restrict)] = {"devinterp": version,
+                                                        "points": [known[e] for e in sorted(known)]}
+        write_json_atomic(cache, everything)
+    return [known[e] for e in epochs], version
+
+
+def _measure(record: dict, runs_root: Path, epochs: list[int], settings: SGLDSettings, restrict: str) -> dict:
+    """``{epoch: point}`` measured from the run's weights at ``epochs``."""
     from grok_lightning.stats.llc import estimate_rllc, time_sigma_h
     from reproduce.targets.weight_analysis import checkpoint_files, eval_split, load_checkpoint
 
     files = checkpoint_files(record, runs_root)
-    if max_checkpoints is not None and len(files) > max_checkpoints:  # evenly spaced, first and last kept
-        keep = np.unique(np.linspace(0, len(files) - 1, max_checkpoints).round().astype(int))
-        files = {e: p for i, (e, p) in enumerate(files.items()) if i in set(keep.tolist())}
     x_train, y_train = eval_split(record, "train")
     x_test, _ = eval_split(record, "test")
-    points = []
-    for epoch, path in files.items():
-        model, _ = load_checkpoint(record, path)
+    points = {}
+    for epoch in epochs:
+        model, _ = load_checkpoint(record, files[epoch])
         timing = time_sigma_h(model, x_test)
         estimate = estimate_rllc(model, x_train, y_train, settings, restrict=restrict)
         logged = _history_value(record, epoch)
-        points.append({
+        points[epoch] = {
             "run_id": record["run_id"], "seed": record["config"]["seed"], "wd": record["config"]["wd"], "epoch": epoch,
             "rllc_mean": estimate.mean, "rllc_std": estimate.std, "rllc_per_chain": estimate.per_chain,
             "init_loss": estimate.init_loss, "devinterp_llc_mean": estimate.devinterp_llc_mean,
@@ -88,10 +142,10 @@ def measure_run(record: dict, runs_root: Path, settings: SGLDSettings, max_check
             "sigma_H_stats_only_s": timing["stats_only_s"], "notes": estimate.notes,
             "trace_first_last": [float(np.mean([c[0] for c in estimate.draw_loss])),
                                  float(np.mean([c[-1] for c in estimate.draw_loss]))],
-        })
+        }
         print(f"rllc: {str(record.get('run_id'))[:8]} epoch {epoch}: rLLC {estimate.mean:.3f} +- {estimate.std:.3f} "
-              f"({estimate.wall_s:.1f} s), sigma_H {points[-1]['sigma_H']:.4f} ({timing['forward_and_stats_s']:.3f} s)",
-              flush=True)
+              f"({estimate.wall_s:.1f} s), sigma_H {points[epoch]['sigma_H']:.4f} "
+              f"({timing['forward_and_stats_s']:.3f} s)", flush=True)
     return points
 
 
@@ -121,22 +175,29 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
     from reproduce.targets.weight_analysis import checkpoint_files
 
     out.mkdir(parents=True, exist_ok=True)
-    usable = [r for r in records if r["status"] in ("completed", "diverged") and checkpoint_files(r, runs_root)]
+    usable = [r for r in records if r["status"] in ("completed", "diverged")
+              and (checkpoint_files(r, runs_root) or stored_points(r, runs_root, settings))]
     base = {"profile": profile, "paper": PAPER_R, "settings": settings.to_dict(), "devinterp": devinterp_version(),
             "restrict": "attention"}
-    if not usable or devinterp_version() is None:
-        reason = ("no run of the long-horizon sweep has saved weights" if not usable
-                  else "devinterp is not installed (pip install -e '.[llc]')")
+    reason = None if usable else "no run of the long-horizon sweep has saved weights or stored rLLC measurements"
+    if usable:
+        lead = pick_lead(usable)
+        chosen = [lead] if runs == "lead" else usable
+        start = time.time()
+        try:
+            measured = [measure_run(record, runs_root, settings, max_checkpoints) for record in chosen]
+        except DevinterpMissing as err:
+            reason = str(err)
+        else:
+            wall = time.time() - start
+            points = [p for run_points, _ in measured for p in run_points]
+            base["devinterp"] = next((version for _, version in measured if version), base["devinterp"])
+    if reason is not None:
         write_outputs(out, {**base, "undefined": f"undefined: {reason}"},
                       [claim_row("rllc.r", "Pearson r, rLLC vs sigma_H over checkpoints", None, profile, 0,
                                  note=f"not run: {reason}")])
         print(f"rllc: not run: {reason}")
         return base
-    lead = pick_lead(usable)
-    chosen = [lead] if runs == "lead" else usable
-    start = time.time()
-    points = [p for record in chosen for p in measure_run(record, runs_root, settings, max_checkpoints)]
-    wall = time.time() - start
     lead_points = [p for p in points if p["run_id"] == lead["run_id"]]
     corr = correlation(lead_points)
     at_minimum = [p for p in lead_points if p["rllc_mean"] is not None and p["rllc_mean"] > 0]
@@ -153,15 +214,13 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
         writer.writeheader()
         writer.writerows(points)
     s = settings
-    sgld = (f"devinterp {devinterp_version()} SGLD on the attention weights ({lead_points[0]['n_parameters']:,} params), "
+    sgld = (f"devinterp {base['devinterp']} SGLD on the attention weights ({lead_points[0]['n_parameters']:,} params), "
             f"train split: {s.num_chains} chains x {s.num_draws} draws after {s.num_burnin_steps} burn-in, lr {s.lr:g}, "
             f"gamma {s.localization:g}, nbeta {s.resolved_nbeta():.1f}, batch {s.batch_size}")
     info = sweep_summary(records)
     details = (f"lead run: seed {lead['config']['seed']}, lambda {lead['config']['wd']}, {len(lead_points)} checkpoints; "
                f"{info['text']}\n{sgld}\n{describe(lead)}")
-    differs = None if profile == "paper" else (
-        f"smoke model and {info['horizon']}-epoch horizon (paper: canonical model, 20,000 epochs, 11 checkpoints), "
-        f"{s.num_chains} x {s.num_draws} SGLD draws (paper 3 x 200)")
+    differs = _differs(profile, info["horizon"], len(lead_points), lead, s)
     if spikes:
         details += (f"\nnegative rLLC at epochs {spikes}: the chains found lower loss than the checkpoint (not a local "
                     f"minimum: slingshot spikes, hollow markers); r without them: "
@@ -172,7 +231,7 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
     median_ratio = float(np.median(ratio)) if ratio else None
     median_rllc_s = float(np.median([p["rllc_s"] for p in points]))
     median_sigma_s = float(np.median([p["sigma_H_s"] for p in points]))
-    note = "" if profile == "paper" else f"smoke: {info['horizon']}-epoch horizon, {s.num_chains}x{s.num_draws} draws"
+    note = differs or ""
     r_note = f"{note}; Spearman rho {corr.get('spearman_rho', float('nan')):.2f}" if "r" in corr else \
         f"{corr['undefined']}; {note}"
     rows = [
@@ -198,6 +257,20 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
                "wall_s": wall, "sweep": info}
     write_outputs(out, summary, rows)
     return summary
+
+
+def _differs(profile: str, horizon, n_checkpoints: int, lead: dict, s: SGLDSettings) -> str | None:
+    """How this run and SGLD setting differ from the paper's (seed 42's 11 checkpoints of a 20,000-epoch
+    run, 3 x 200 draws); ``None`` when they do not."""
+    if profile == "smoke":
+        return (f"smoke model and {horizon}-epoch horizon (paper: canonical model, 20,000 epochs, 11 checkpoints), "
+                f"{s.num_chains} x {s.num_draws} SGLD draws (paper 3 x 200)")
+    parts = [f"{horizon:,}-epoch horizon (paper 20,000)" if horizon != 20000 else "",
+             f"{n_checkpoints} checkpoints (paper 11)" if n_checkpoints != 11 else "",
+             f"seed {lead['config']['seed']} (paper 42)" if lead["config"]["seed"] != LEAD_SEED else "",
+             f"{s.num_chains} x {s.num_draws} SGLD draws (paper 3 x 200)" if (s.num_chains, s.num_draws) != (3, 200) else "",
+             "trained with bf16 autocast" if profile != "paper" and "bf16" in str(lead["config"].get("precision", "")) else ""]
+    return ", ".join(part for part in parts if part) or None
 
 
 def main(argv=None) -> Path:

@@ -31,7 +31,7 @@ from grok_lightning.modules.grokking import build_from_config
 from grok_lightning.stats.spectra import model_esd_alpha
 
 __all__ = ["analyse_checkpoint", "build_model_from_record", "checkpoint_files", "eval_split", "head_pr_states",
-           "load_checkpoint", "weights_dir"]
+           "load_checkpoint", "run_folder", "weights_dir"]
 
 _EPOCH_FILE = re.compile(r"^epoch_(\d+)\.pt$")
 
@@ -48,6 +48,20 @@ def weights_dir(record: dict, runs_root: str | Path | None = None) -> Path | Non
     if record.get("weight_checkpoint_dir"):
         candidates.append(Path(record["weight_checkpoint_dir"]))
     return next((c for c in candidates if c.is_dir()), None)
+
+
+def run_folder(record: dict, runs_root: str | Path) -> Path | None:
+    """The run's folder, where measurements stored beside its record live: its weights' parent, else
+    its folder in the store ``runs_root`` (named by its name, or ending in its run id's first 8
+    digits); ``None`` when neither exists."""
+    weights = weights_dir(record, runs_root)
+    if weights is not None:
+        return weights.parent
+    runs_root = Path(runs_root)
+    if record.get("name") and (runs_root / record["name"]).is_dir():
+        return runs_root / record["name"]
+    found = sorted(runs_root.glob(f"*{record.get('run_id', '')[:8]}")) if runs_root.is_dir() else []
+    return found[0] if found else None
 
 
 def checkpoint_files(record: dict, runs_root: str | Path | None = None) -> dict[int, Path]:
