@@ -17,6 +17,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from reproduce.manifest import measurements_listed
 from reproduce.targets.common import REPO, cli
 from reproduce.targets.registry import TARGETS, find
 
@@ -61,7 +62,10 @@ def run(name: str, argv: list[str]):
         raise SystemExit(f"error: {err.args[0]} (python -m reproduce list)") from None
     sys.argv[0] = f"python -m reproduce {name}"  # the name the target's own --help and errors show
     only = ["--only", figure.part] if figure is not None else []
-    return importlib.import_module(target.module).main(only + argv)
+    out = argparse.ArgumentParser(add_help=False)
+    out.add_argument("--out", default="reproduction")
+    with measurements_listed(out.parse_known_args(argv)[0].out):  # what its analysis measured from local weights
+        return importlib.import_module(target.module).main(only + argv)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,8 +8,10 @@ on a copy of the shipped records, then refused in one line naming the file.
    the horizon, or without a test accuracy above the threshold there; epochs out of order; an
    accuracy above 1; a final loss the history does not have; a weight decay or seed that is not
    the config's), and a record that is not the run its folder plans.
-3. ``MANIFEST.json``: a changed, extra or missing record is one line and no report; runs still in
-   progress are neither listed nor refused; the shipped manifest lists exactly the shipped records.
+3. ``MANIFEST.json``: a changed, extra or missing record is one line and no report; so is a changed,
+   extra or missing measurement file (what a clone reads in place of the weights); runs still in
+   progress are neither listed nor refused; the shipped manifest lists exactly the shipped records
+   and measurements; what an analysis itself measures during a report is listed after it.
 4. Files that are not records: a FIFO, a folder, 400 KB of nested brackets, a 5,000-digit number.
 """
 
@@ -189,11 +191,12 @@ def test_every_shipped_record_passes_the_record_rules():
 
 # --- 3. the manifest -----------------------------------------------------------------------------------
 def test_the_shipped_manifest_lists_exactly_the_shipped_final_records(shipped):
-    from reproduce.manifest import check_manifest, read_manifest, scan
+    from reproduce.manifest import check_manifest, read_manifest, read_measurements, scan, scan_measurements
 
     check_manifest(shipped)
     final, unfinished = scan(shipped)
     assert set(read_manifest(shipped)) == set(final)
+    assert set(read_measurements(shipped)) == set(scan_measurements(shipped)) != set()
     assert len(final) + len(unfinished) == len(list(shipped.rglob("record.json")))
     # runs shipped while they train (to resume anywhere) are work in progress: never listed, never counted
     for path in unfinished:
@@ -225,8 +228,33 @@ def _remove(root):
     return path, "missing: the manifest lists run"
 
 
-@pytest.mark.parametrize("tamper", [_copy, _change, _remove], ids=["a copied run folder", "an edited record",
-                                                                    "a missing record"])
+def _measurement_files(root):
+    return sorted(root.rglob("checkpoint_points.json"))
+
+
+def _change_measurement(root):
+    path = _measurement_files(root)[0]
+    points = json.loads(path.read_text())
+    path.write_text(json.dumps(points).replace("0.", "0.9", 1))  # one digit of one measurement
+    return path, "changed since the manifest was written (measurements"
+
+
+def _copy_measurement(root):
+    path = fig5_records(root)[5].with_name("checkpoint_points.json")
+    shutil.copy(_measurement_files(root)[0], path)
+    return path, "an extra measurement file that the manifest does not list"
+
+
+def _remove_measurement(root):
+    path = _measurement_files(root)[0]
+    path.unlink()
+    return path, "missing: the manifest lists this measurement file here"
+
+
+@pytest.mark.parametrize("tamper", [_copy, _change, _remove, _change_measurement, _copy_measurement,
+                                    _remove_measurement],
+                         ids=["a copied run folder", "an edited record", "a missing record", "an edited measurement",
+                              "a measurement copied beside another run", "a missing measurement"])
 def test_make_report_refuses_records_that_differ_from_the_manifest_and_writes_nothing(shipped, tamper):
     report = (shipped / "REPORT.md").read_bytes()
     rows = (shipped / "fig5" / "rows.json").read_bytes()
@@ -261,6 +289,49 @@ def test_runs_still_in_progress_are_neither_listed_nor_refused(tmp_path):
         check_manifest(tmp_path)
     write_manifest(tmp_path)
     assert set(read_manifest(tmp_path)) == set(listed) | {"long_horizon_20k/sweep/runs/wd1.0_seed42_x/record.json"}
+
+
+def test_measurements_beside_runs_in_progress_are_neither_listed_nor_refused(tmp_path):
+    from reproduce.manifest import check_manifest, read_measurements, write_manifest
+
+    shutil.copytree(MEDIUM / "fig2", tmp_path / "fig2")
+    record = next(iter(sorted((tmp_path / "fig2").rglob("record.json"))))
+    write_manifest(tmp_path)
+    running = tmp_path / "lh" / "runs" / "x" / "record.json"
+    running.parent.mkdir(parents=True)
+    running.write_text(json.dumps({**json.loads(record.read_text()), "run_id": "x" * 12, "status": "running"}))
+    running.with_name("rllc_points.json").write_text("{}")
+    check_manifest(tmp_path)
+    write_manifest(tmp_path)
+    assert read_measurements(tmp_path) == {}
+
+
+def test_what_an_analysis_measures_during_a_report_is_listed_after_it(tmp_path):
+    """A machine with the weights measures them during ``make report``: the manifest lists what that
+    run wrote, and only when its records and measurements matched the manifest before."""
+    from reproduce.manifest import check_manifest, measurements_listed, read_measurements, write_manifest
+
+    shutil.copytree(MEDIUM / "fig2", tmp_path / "fig2")
+    first, second = sorted((tmp_path / "fig2").rglob("record.json"))[:2]
+    write_manifest(tmp_path)
+    with measurements_listed(tmp_path):
+        first.with_name("checkpoint_points.json").write_text('{"pr": []}')
+    check_manifest(tmp_path)
+    assert list(read_measurements(tmp_path)) == [first.with_name("checkpoint_points.json").relative_to(tmp_path).as_posix()]
+    # planted before the run: the manifest does not match, so nothing the run finds is listed
+    second.with_name("rllc_points.json").write_text("{}")
+    with measurements_listed(tmp_path):
+        first.with_name("checkpoint_points.json").write_text('{"pr": [1]}')
+    with pytest.raises(ConfigError, match="changed since the manifest was written"):
+        check_manifest(tmp_path)
+
+
+def test_the_measurement_files_the_manifest_checks_are_the_ones_the_analyses_write():
+    from reproduce.manifest import MEASUREMENT_NAMES
+    from reproduce.targets.long_horizon import POINTS_FILE
+    from reproduce.targets.rllc import RLLC_FILE
+
+    assert set(MEASUREMENT_NAMES) == {POINTS_FILE, RLLC_FILE}
 
 
 def test_the_manifest_command_is_one_line(tmp_path, capsys):

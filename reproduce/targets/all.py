@@ -17,9 +17,10 @@ import importlib
 import json
 import resource
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
-from reproduce.manifest import MANIFEST_NAME, check_manifest, write_manifest
+from reproduce.manifest import MANIFEST_NAME, check_manifest, measurements_listed, write_manifest
 from reproduce.report import write_report
 from reproduce.tally import tally
 from reproduce.targets.common import cli, launch_argv, missing_runs, parse_args
@@ -49,25 +50,8 @@ def _read_times(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def main(argv=None) -> Path:
-    def extra(parser):
-        parser.add_argument("--targets", nargs="+", default=None, help="run only these targets, in the profile's order")
-        parser.add_argument("--require-manifest", action="store_true",
-                            help="--no-train: refuse without <out>/MANIFEST.json (make report); it is checked whenever "
-                                 "it is there")
-
-    args = parse_args(__doc__, argv, extra=extra)
-    targets = list(order(args.profile))
-    unknown = sorted(set(args.targets or ()) - set(targets))
-    if unknown:
-        raise SystemExit(f"--targets: {', '.join(unknown)} not in the {args.profile} targets {targets}")
-    targets = [name for name in targets if args.targets is None or name in args.targets]
-    if args.no_train and (args.require_manifest or (Path(args.out) / MANIFEST_NAME).exists()):
-        check_manifest(args.out)  # before any verdict: the records are the ones listed
-    forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
-    times_path = Path(args.out) / "cpu_time.json"
-    not_run: dict[str, str] = {}
-    began = time.time()
+def _run_targets(targets: list[str], forwarded: list[str], args, times_path: Path, not_run: dict[str, str]) -> None:
+    """Run each target's ``main`` in order; a ``--no-train`` target without records goes to ``not_run``."""
     for name in targets:
         start, cpu = time.time(), _cpu_seconds()
         print(f"== {name} ({args.profile}) ==", flush=True)
@@ -88,6 +72,29 @@ def main(argv=None) -> Path:
             times = {**_read_times(times_path), name: {"wall_s": round(wall), "cpu_s": round(used)}}
             times_path.parent.mkdir(parents=True, exist_ok=True)
             times_path.write_text(json.dumps(times, indent=1))
+
+
+def main(argv=None) -> Path:
+    def extra(parser):
+        parser.add_argument("--targets", nargs="+", default=None, help="run only these targets, in the profile's order")
+        parser.add_argument("--require-manifest", action="store_true",
+                            help="--no-train: refuse without <out>/MANIFEST.json (make report); it is checked whenever "
+                                 "it is there")
+
+    args = parse_args(__doc__, argv, extra=extra)
+    targets = list(order(args.profile))
+    unknown = sorted(set(args.targets or ()) - set(targets))
+    if unknown:
+        raise SystemExit(f"--targets: {', '.join(unknown)} not in the {args.profile} targets {targets}")
+    targets = [name for name in targets if args.targets is None or name in args.targets]
+    if args.no_train and (args.require_manifest or (Path(args.out) / MANIFEST_NAME).exists()):
+        check_manifest(args.out)  # before any verdict: the records are the ones listed
+    forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
+    times_path = Path(args.out) / "cpu_time.json"
+    not_run: dict[str, str] = {}
+    began = time.time()
+    with measurements_listed(args.out) if args.no_train else nullcontext():
+        _run_targets(targets, forwarded, args, times_path, not_run)
     if not args.no_train and Path(args.out).is_dir():
         write_manifest(args.out)
     left_out = medium_left_out() if args.profile == "medium" else {}
