@@ -157,6 +157,10 @@ def test_reproduce_rllc_reads_stored_measurements_without_weights_or_devinterp(t
         rllc.settings_key(settings, "attention"): {"devinterp": "2.0.1", "points": stored},
         rllc.settings_key(other, "attention"): {"devinterp": "2.0.1", "points": stored[:1]}}))
     summary = rllc.analyse([record], runs, "medium", tmp_path / "out", settings)
+    written = (tmp_path / "out" / "summary.json").read_bytes()
+    rllc.analyse([record], runs, "medium", tmp_path / "out", settings)  # a second reading writes the same bytes
+    assert (tmp_path / "out" / "summary.json").read_bytes() == written
+    assert summary["measured_s"] == pytest.approx(sum(p["rllc_s"] + p["sigma_H_s"] for p in stored))
     expected = pearson_r([p["sigma_H"] for p in stored], [p["rllc_mean"] for p in stored])
     assert summary["correlation"]["n"] == 5 and math.isclose(summary["correlation"]["r"], expected["r"], rel_tol=1e-12)
     assert summary["devinterp"] == "2.0.1"

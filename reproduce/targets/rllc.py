@@ -29,7 +29,6 @@ import argparse
 import csv
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -183,13 +182,11 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
     if usable:
         lead = pick_lead(usable)
         chosen = [lead] if runs == "lead" else usable
-        start = time.time()
         try:
             measured = [measure_run(record, runs_root, settings, max_checkpoints) for record in chosen]
         except DevinterpMissing as err:
             reason = str(err)
         else:
-            wall = time.time() - start
             points = [p for run_points, _ in measured for p in run_points]
             base["devinterp"] = next((version for _, version in measured if version), base["devinterp"])
     if reason is not None:
@@ -254,7 +251,8 @@ def analyse(records: list[dict], runs_root: Path, profile: str, out: Path, setti
                "median_rllc_s": median_rllc_s, "median_sigma_H_s": median_sigma_s, "median_time_ratio": median_ratio,
                "median_time_ratio_stats_only": float(np.median(ratio_stats)) if ratio_stats else None,
                "max_sigma_H_history_vs_recomputed": max(agree) if agree else None,
-               "wall_s": wall, "sweep": info}
+               # the measurements' own time (stored with them), not this run's: a run that reads them writes the same
+               "measured_s": float(sum(p["rllc_s"] + p["sigma_H_s"] for p in points)), "sweep": info}
     write_outputs(out, summary, rows)
     return summary
 
