@@ -397,3 +397,18 @@ def test_cost_like_is_an_assumption_the_campaigns_own_finished_runs_replace(tmp_
     load_usages.cache_clear()
     cost = campaign_cost(campaign, load_usages(tmp_path), {})
     assert cost.cpu_h == pytest.approx(2 * 6 * 1.0 / 3600)
+
+
+def test_a_partly_run_campaign_adds_the_runs_the_report_does_not_read_yet():
+    """Final runs count in today's n only where the report reads them: a profile its target reads as it
+    is, or adopted additions. A stored sweep (read once the profile switches to it) or additions not yet
+    adopted still add every run, finished or not, to the n the campaign reaches."""
+    from reproduce.plan.planner import counted_today
+
+    base = Campaign(name="x", feeds={"fig3.final_test": 3}, sweep="a7_contrasts.yaml", profile="post_ln")
+    assert counted_today(base)
+    assert not counted_today(dataclasses.replace(base, stored=True, replaces=True, sweep=None, profile=None))
+    assert not counted_today(dataclasses.replace(base, add={"grid": {"seed": [1]}}))
+    assert counted_today(dataclasses.replace(base, add={"grid": {"seed": [1]}}, adopted=True))
+    campaigns = load_catalogue("medium").campaigns
+    assert not counted_today(campaigns["long_horizon_20k"]) and counted_today(campaigns["a7_post_ln"])

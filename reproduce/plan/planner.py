@@ -73,6 +73,12 @@ def _check_adoption(catalogue: Catalogue) -> None:
             raise ConfigError(f"campaign {c.name}: its additions add no run to {c.sweep} ({c.profile})")
 
 
+def counted_today(campaign) -> bool:
+    """Whether the report counts a campaign's final runs now: it trains a profile its target reads as
+    it is (no additions, no stored sweep), or its additions are adopted into the profile."""
+    return campaign.adopted or not (campaign.stored or campaign.add)
+
+
 def build_plan(profile: str = "medium", results: str | Path | None = None, catalogue_path: str | Path = CATALOGUE,
                power=None, power_name: str = "", entries=None, usages=None) -> Plan:
     """Rank the profile's campaigns (module docstrings of :mod:`reproduce.plan`). ``power``,
@@ -98,7 +104,10 @@ def build_plan(profile: str = "medium", results: str | Path | None = None, catal
     for name, c in catalogue.campaigns.items():
         if name in done:
             continue
-        share = costs[name].runs / costs[name].runs_total  # a campaign partly run: its final runs are in today's n
+        # a campaign partly run adds only its pending runs where its final ones are in today's n already
+        # (a profile its target reads, or adopted); a stored sweep's or unadopted additions' final runs
+        # reach the report only when it switches to them, so they still count
+        share = costs[name].runs / costs[name].runs_total if counted_today(c) else 1.0
         options[name] = Option(name=name, cpu_h=costs[name].cpu_h, replaces=c.replaces, after=c.after,
                                adds={k: max(1, round(v * share)) for k, v in c.feeds.items()})
     steps = greedy(list(options.values()), undecided, base_n, power, done=tuple(done))
