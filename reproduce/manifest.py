@@ -201,13 +201,14 @@ def _measurement_problems(root: Path, listed: dict[str, str], found: dict[str, s
 
 
 @contextmanager
-def measurements_listed(root: str | Path):
+def measurements_listed(root: str | Path, checked: bool = False):
     """Around analyses that may store measurements of local weights in ``root`` (``make report`` on
     the machine that trained them): when ``root``'s manifest matched before, list afterwards the
     measurement files the analyses wrote or rewrote. A manifest that did not match is left as it
-    is, so nothing found before is ever listed by this."""
+    is, so nothing found before is ever listed by this. ``checked``: the caller has just passed
+    :func:`check_manifest` on ``root`` (its records are not hashed a second time)."""
     root = Path(root)
-    matched = (root / MANIFEST_NAME).is_file() and not manifest_problems(root)
+    matched = checked or ((root / MANIFEST_NAME).is_file() and not manifest_problems(root))
     before = scan_measurements(root) if matched else None
     yield
     if matched and scan_measurements(root) != before:

@@ -87,13 +87,14 @@ def main(argv=None) -> Path:
     if unknown:
         raise SystemExit(f"--targets: {', '.join(unknown)} not in the {args.profile} targets {targets}")
     targets = [name for name in targets if args.targets is None or name in args.targets]
-    if args.no_train and (args.require_manifest or (Path(args.out) / MANIFEST_NAME).exists()):
+    checked = args.no_train and (args.require_manifest or (Path(args.out) / MANIFEST_NAME).exists())
+    if checked:
         check_manifest(args.out)  # before any verdict: the records are the ones listed
     forwarded = ["--profile", args.profile, "--out", args.out] + launch_argv(args)
     times_path = Path(args.out) / "cpu_time.json"
     not_run: dict[str, str] = {}
     began = time.time()
-    with measurements_listed(args.out) if args.no_train else nullcontext():
+    with measurements_listed(args.out, checked=checked) if args.no_train else nullcontext():
         _run_targets(targets, forwarded, args, times_path, not_run)
     if not args.no_train and Path(args.out).is_dir():
         write_manifest(args.out)
